@@ -1,0 +1,21 @@
+export { formatGoDuration, parseGoDurationMs } from './duration.js';
+export { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
+export { type FlagDef, type FlagValues, flag, formatFlagHelp, type ParsedFlags, parseFlags } from './flags.js';
+export { type HostPort, parseHostPort } from './host-port.js';
+export {
+  CloseStack,
+  type MainSpec,
+  nodeProcessHooks,
+  type ProcessHooks,
+  type RunningService,
+  runMain,
+  sleep,
+} from './lifecycle.js';
+export {
+  createLogger,
+  createSilentLogger,
+  type LogFields,
+  type Logger,
+  type LogLevel,
+  levelFromVerbosity,
+} from './logger.js';

@@ -1,0 +1,151 @@
+import { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
+import { type FlagDef, type FlagValues, formatFlagHelp, parseFlags } from './flags.js';
+import { createLogger, type Logger, levelFromVerbosity } from './logger.js';
+
+/** What a started process hands back: how to stop it. */
+export interface RunningService {
+  /** Fail readiness, wait out the lameduck period, close listeners, drain. Safe to call twice. */
+  shutdown(): Promise<void>;
+}
+
+export interface MainSpec<Table extends Record<string, FlagDef<unknown>>> {
+  program: string;
+  summary: string;
+  flags: Table;
+  /** Bounds the whole shutdown; past it the process exits 1. */
+  shutdownDeadlineMs?: number;
+  start(values: FlagValues<Table>, context: { log: Logger; given: ReadonlySet<string> }): Promise<RunningService>;
+}
+
+export interface ProcessHooks {
+  argv: readonly string[];
+  exit(code: number): void;
+  onSignal(signal: 'SIGTERM' | 'SIGINT', handler: () => void): void;
+  onFatal(handler: (error: unknown) => void): void;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/**
+ * The one entry path of all three binaries: flags → start → ready → signals → drain → exit.
+ * A bad flag prints one line and exits 2; a failed start exits 1; SIGTERM drains and exits 0;
+ * a second signal or a missed deadline exits 1.
+ */
+export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
+  spec: MainSpec<Table>,
+  hooks: ProcessHooks,
+): Promise<void> {
+  let parsed: ReturnType<typeof parseFlags<Table>>;
+  try {
+    parsed = parseFlags(spec.flags, hooks.argv);
+  } catch (error) {
+    if (error instanceof FlagError || error instanceof UnknownFlagError) {
+      hooks.stderr(`${spec.program}: ${error.message}${error.hint ? ` (${error.hint})` : ''}\n`);
+      hooks.exit(2);
+      return;
+    }
+    throw error;
+  }
+  if (parsed.help) {
+    hooks.stdout(formatFlagHelp(spec.program, spec.summary, spec.flags));
+    hooks.exit(0);
+    return;
+  }
+  const verbosity =
+    typeof (parsed.values as Record<string, unknown>).v === 'number' ? (parsed.values as Record<string, number>).v : 0;
+  const log = createLogger({ component: spec.program, level: levelFromVerbosity(verbosity ?? 0) });
+  hooks.onFatal((error) => {
+    log.fatal('unexpected error, exiting', { err: error });
+    hooks.exit(1);
+  });
+
+  let service: RunningService;
+  try {
+    service = await spec.start(parsed.values, { log, given: parsed.given });
+  } catch (error) {
+    const flagProblem = error instanceof FlagError;
+    log.fatal(flagProblem ? 'invalid configuration' : 'start failed', { err: error });
+    if (error instanceof ClusterDnsError && error.hint) log.info('hint', { hint: error.hint });
+    hooks.stderr(`${spec.program}: ${error instanceof Error ? error.message : String(error)}\n`);
+    hooks.exit(flagProblem ? 2 : 1);
+    return;
+  }
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      log.warn('second signal, exiting now', { signal });
+      hooks.exit(1);
+      return;
+    }
+    stopping = true;
+    log.info('shutting down', { signal });
+    const deadline = setTimeout(() => {
+      log.error('shutdown deadline passed, exiting', { deadlineMs: spec.shutdownDeadlineMs });
+      hooks.exit(1);
+    }, spec.shutdownDeadlineMs ?? 30_000);
+    deadline.unref();
+    service.shutdown().then(
+      () => {
+        clearTimeout(deadline);
+        log.info('stopped');
+        hooks.exit(0);
+      },
+      (error: unknown) => {
+        log.error('shutdown failed', { err: describeError(error) });
+        hooks.exit(1);
+      },
+    );
+  };
+  hooks.onSignal('SIGTERM', () => stop('SIGTERM'));
+  hooks.onSignal('SIGINT', () => stop('SIGINT'));
+}
+
+/** The real process behind ProcessHooks; only main.ts files call this. */
+export function nodeProcessHooks(): ProcessHooks {
+  return {
+    argv: process.argv.slice(2),
+    exit: (code) => {
+      process.exitCode = code;
+      // Let stdout drain the last log lines before leaving.
+      setImmediate(() => process.exit(code));
+    },
+    onSignal: (signal, handler) => {
+      process.on(signal, handler);
+    },
+    onFatal: (handler) => {
+      process.on('unhandledRejection', handler);
+      process.on('uncaughtException', handler);
+    },
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+  };
+}
+
+/** Closes things in reverse start order; each close is awaited even if an earlier one threw. */
+export class CloseStack {
+  private readonly closers: Array<{ name: string; close: () => Promise<void> | void }> = [];
+  private closing: Promise<void> | undefined;
+
+  push(name: string, close: () => Promise<void> | void): void {
+    this.closers.push({ name, close });
+  }
+
+  close(log?: Logger): Promise<void> {
+    this.closing ??= (async () => {
+      for (const { name, close } of this.closers.reverse()) {
+        try {
+          await close();
+        } catch (error) {
+          log?.warn('close failed', { what: name, err: error });
+        }
+      }
+    })();
+    return this.closing;
+  }
+}
+
+/** Resolves after `ms`, without keeping the event loop alive. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,330 @@
+import { writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { discoveryDocument } from './discovery.js';
+import { ObjectStore, type StoredEvent } from './object-store.js';
+import {
+  apiVersionOf,
+  type KubeObject,
+  kindOfObject,
+  parseResourcePath,
+  RESOURCE_KINDS,
+  type ResourcePath,
+} from './resources.js';
+import { parseFieldSelector, parseLabelSelector } from './selectors.js';
+
+export interface ApiServerOptions {
+  host?: string;
+  /** 0 picks a free port; restart() keeps the one it got. */
+  port?: number;
+  objects?: readonly KubeObject[];
+  historyLimit?: number;
+  /** How often a watch that allows bookmarks gets one. */
+  bookmarkIntervalMs?: number;
+  /** How a too-old watch is refused: an ERROR event with a 410 Status (as kube-apiserver does) or HTTP 410. */
+  expiredWatchAs?: 'event' | 'status';
+}
+
+export interface RequestRecord {
+  method: string;
+  path: string;
+  watch: boolean;
+  status: number;
+}
+
+/** A Kubernetes API server for tests and the demo: list, get, watch, create, replace, delete. */
+export interface TestApiServer {
+  readonly url: string;
+  readonly port: number;
+  readonly store: ObjectStore;
+  /** Every request answered, in order, for tests that assert on what the client asked. */
+  readonly requests: RequestRecord[];
+  apply(object: KubeObject): KubeObject;
+  remove(kind: string, namespace: string | undefined, name: string): boolean;
+  kubeconfigYaml(): string;
+  writeKubeconfig(path: string): Promise<void>;
+  openWatches(): number;
+  faults: ApiFaults;
+  close(): Promise<void>;
+}
+
+export interface ApiFaults {
+  /**
+   * Ends every open watch stream: cleanly by default (as the API server's own timeout does), or
+   * `abrupt` with a reset mid-stream (as a crashed API server or a load balancer does).
+   */
+  dropWatches(options?: { abrupt?: boolean }): void;
+  /** Forgets the event history: the next watch from an old version gets 410 Gone. */
+  forgetHistory(): void;
+  /** Answers the next `count` list/watch requests with this HTTP status and a Status object. */
+  failRequests(status: number, count: number): void;
+  /** Holds each request this long before answering, until cleared with 0. */
+  delayRequests(ms: number): void;
+  /** Closes the listening socket and every connection; restart() listens again on the same port. */
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+}
+
+function status(code: number, reason: string, message: string) {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+}
+
+export async function startApiServer(options: ApiServerOptions = {}): Promise<TestApiServer> {
+  const host = options.host ?? '127.0.0.1';
+  const store = new ObjectStore(options.historyLimit);
+  for (const object of options.objects ?? []) store.apply(object);
+  const requests: RequestRecord[] = [];
+  const watches = new Set<http.ServerResponse>();
+  const sockets = new Set<import('node:net').Socket>();
+  let failures: { status: number; count: number } | undefined;
+  let delayMs = 0;
+
+  const server = http.createServer((req, res) => {
+    const finish = () => handle(req, res);
+    if (delayMs > 0) setTimeout(finish, delayMs);
+    else finish();
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  const send = (req: http.IncomingMessage, res: http.ServerResponse, code: number, body: unknown, watch = false) => {
+    requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch, status: code });
+    res.writeHead(code, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+
+  function handle(req: http.IncomingMessage, res: http.ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://testkit');
+    const discovery = discoveryDocument(url.pathname);
+    if (discovery !== undefined) return send(req, res, 200, discovery);
+    const path = parseResourcePath(url.pathname);
+    if (!path)
+      return send(
+        req,
+        res,
+        404,
+        status(404, 'NotFound', `the server could not find the requested resource ${url.pathname}`),
+      );
+    if (failures && failures.count > 0) {
+      failures.count--;
+      return send(req, res, failures.status, status(failures.status, 'InternalError', 'injected failure'));
+    }
+    const method = req.method ?? 'GET';
+    if (method === 'GET') {
+      const isWatch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+      if (isWatch) return watch(req, res, path, url.searchParams);
+      return getOrList(req, res, path, url.searchParams);
+    }
+    if (method === 'POST' || method === 'PUT') return write(req, res, path);
+    if (method === 'DELETE' && path.name) {
+      const ok = store.remove(path.kind, path.namespace, path.name);
+      return send(
+        req,
+        res,
+        ok ? 200 : 404,
+        ok
+          ? { kind: 'Status', apiVersion: 'v1', status: 'Success' }
+          : status(404, 'NotFound', `${path.kind.plural} "${path.name}" not found`),
+      );
+    }
+    return send(req, res, 405, status(405, 'MethodNotAllowed', `${method} is not supported here`));
+  }
+
+  function matcher(path: ResourcePath, params: URLSearchParams) {
+    const labels = parseLabelSelector(params.get('labelSelector'));
+    const fields = parseFieldSelector(params.get('fieldSelector'));
+    return (o: KubeObject) =>
+      (path.namespace === undefined || o.metadata.namespace === path.namespace) && labels(o) && fields(o);
+  }
+
+  function getOrList(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath, params: URLSearchParams) {
+    if (path.name) {
+      const ns = path.kind.namespaced ? path.namespace : undefined;
+      const object = store.get(path.kind, ns, path.name);
+      if (!object) return send(req, res, 404, status(404, 'NotFound', `${path.kind.plural} "${path.name}" not found`));
+      return send(req, res, 200, object);
+    }
+    let match: (o: KubeObject) => boolean;
+    try {
+      match = matcher(path, params);
+    } catch (error) {
+      return send(req, res, 400, status(400, 'BadRequest', (error as Error).message));
+    }
+    return send(req, res, 200, {
+      kind: `${path.kind.kind}List`,
+      apiVersion: apiVersionOf(path.kind),
+      metadata: { resourceVersion: String(store.resourceVersion) },
+      items: store.list(path.kind).filter(match),
+    });
+  }
+
+  function watch(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath, params: URLSearchParams) {
+    let match: (o: KubeObject) => boolean;
+    try {
+      match = matcher(path, params);
+    } catch (error) {
+      return send(req, res, 400, status(400, 'BadRequest', (error as Error).message));
+    }
+    const fromText = params.get('resourceVersion') ?? '';
+    const from = Number(fromText || '0');
+    const backlog: Array<{ type: string; object: KubeObject }> = [];
+    if (from === 0) {
+      // "Any" version: the current state as ADDED events, then changes (as kube-apiserver does).
+      for (const o of store.list(path.kind).filter(match)) backlog.push({ type: 'ADDED', object: o });
+    } else {
+      const events = store.eventsAfter(from);
+      if (!events) {
+        const gone = status(410, 'Expired', `too old resource version: ${from} (${store.oldestResumableVersion})`);
+        if (options.expiredWatchAs === 'status') return send(req, res, 410, gone, true);
+        requests.push({ method: 'GET', path: req.url ?? '', watch: true, status: 200 });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
+        return;
+      }
+      for (const e of events) if (e.kind === path.kind && match(e.object)) backlog.push(e);
+    }
+    requests.push({ method: 'GET', path: req.url ?? '', watch: true, status: 200 });
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.flushHeaders();
+    watches.add(res);
+    const writeEvent = (type: string, object: unknown) => {
+      if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify({ type, object })}\n`);
+    };
+    for (const e of backlog) writeEvent(e.type, e.object);
+    const unsubscribe = store.subscribe((e: StoredEvent) => {
+      if (e.kind === path.kind && match(e.object)) writeEvent(e.type, e.object);
+    });
+    const timers: NodeJS.Timeout[] = [];
+    if (params.get('allowWatchBookmarks') === 'true') {
+      timers.push(
+        setInterval(() => {
+          writeEvent('BOOKMARK', {
+            kind: path.kind.kind,
+            apiVersion: apiVersionOf(path.kind),
+            metadata: { resourceVersion: String(store.resourceVersion) },
+          });
+        }, options.bookmarkIntervalMs ?? 10_000),
+      );
+    }
+    const timeoutSeconds = Number(params.get('timeoutSeconds') ?? '0');
+    if (timeoutSeconds > 0) timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000));
+    const cleanup = () => {
+      unsubscribe();
+      for (const t of timers) clearTimeout(t);
+      watches.delete(res);
+    };
+    res.on('close', cleanup);
+    res.on('finish', cleanup);
+  }
+
+  function write(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath) {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let object: KubeObject;
+      try {
+        object = JSON.parse(Buffer.concat(chunks).toString('utf8')) as KubeObject;
+      } catch (error) {
+        return send(req, res, 400, status(400, 'BadRequest', `body is not JSON: ${(error as Error).message}`));
+      }
+      object.apiVersion ??= apiVersionOf(path.kind);
+      object.kind ??= path.kind.kind;
+      if (path.namespace && object.metadata) object.metadata.namespace ??= path.namespace;
+      if (kindOfObject(object) !== path.kind)
+        return send(req, res, 400, status(400, 'BadRequest', 'kind does not match the path'));
+      const exists = store.get(path.kind, object.metadata?.namespace, object.metadata?.name ?? '');
+      if (req.method === 'POST' && exists)
+        return send(
+          req,
+          res,
+          409,
+          status(409, 'AlreadyExists', `${path.kind.plural} "${object.metadata.name}" already exists`),
+        );
+      try {
+        return send(req, res, req.method === 'POST' ? 201 : 200, store.apply(object));
+      } catch (error) {
+        return send(req, res, 422, status(422, 'Invalid', (error as Error).message));
+      }
+    });
+  }
+
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  await listen(options.port ?? 0);
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host}:${port}`;
+
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const w of watches) w.destroy();
+      for (const s of sockets) s.destroy();
+      if (!server.listening) return resolve();
+      server.close(() => resolve());
+    });
+
+  const kubeconfigYaml = () =>
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: testkit',
+      '  cluster:',
+      `    server: ${url}`,
+      '    insecure-skip-tls-verify: true',
+      'users:',
+      '- name: testkit',
+      '  user:',
+      '    token: testkit',
+      'contexts:',
+      '- name: testkit',
+      '  context:',
+      '    cluster: testkit',
+      '    user: testkit',
+      'current-context: testkit',
+      '',
+    ].join('\n');
+
+  return {
+    url,
+    port,
+    store,
+    requests,
+    apply: (object) => store.apply(object),
+    remove: (kindName, namespace, name) => {
+      const kind = RESOURCE_KINDS.find((k) => k.kind === kindName || k.plural === kindName);
+      if (!kind) throw new Error(`unknown kind ${kindName}`);
+      return store.remove(kind, namespace, name);
+    },
+    kubeconfigYaml,
+    writeKubeconfig: (file) => writeFile(file, kubeconfigYaml()),
+    openWatches: () => watches.size,
+    faults: {
+      dropWatches: (dropOptions = {}) => {
+        for (const w of watches) {
+          if (dropOptions.abrupt) w.destroy();
+          else w.end();
+        }
+      },
+      forgetHistory: () => store.compact(),
+      failRequests: (code, count) => {
+        failures = { status: code, count };
+      },
+      delayRequests: (ms) => {
+        delayMs = ms;
+      },
+      stop,
+      restart: async () => {
+        if (!server.listening) await listen(port);
+      },
+    },
+    close: stop,
+  };
+}

@@ -1,0 +1,13 @@
+export {
+  type ApiFaults,
+  type ApiServerOptions,
+  type RequestRecord,
+  startApiServer,
+  type TestApiServer,
+} from './api-server.js';
+export * as fixtures from './fixtures.js';
+export { loadManifestFolder } from './manifests.js';
+export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';
+export { type LaunchedProcess, type LaunchOptions, type LogLine, launchProcess } from './process-launcher.js';
+export { type KubeObject, parseResourcePath, RESOURCE_KINDS, type ResourceKind } from './resources.js';
+export { waitFor } from './wait-for.js';

@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { HEADER_BYTES } from './constants.js';
+import { DnsTimeoutError } from './errors.js';
+import { buildQueryMessage, type DnsMessage, decodeMessage, encodeMessage } from './message.js';
+import { readName } from './names-on-wire.js';
+import type { Transport } from './response.js';
+
+export interface DnsServer {
+  readonly host: string;
+  readonly port: number;
+}
+
+export type RejectReason = 'source' | 'id' | 'question' | 'not-a-response';
+
+export interface ExchangeOptions {
+  transport?: Transport;
+  timeoutMs?: number;
+  /** Told about each reply dropped as a possible spoof; the wait goes on. */
+  onRejected?: (reason: RejectReason) => void;
+}
+
+let idPool = randomBytes(0);
+/** A random 16-bit query ID (RFC 5452 §9.2), from a pooled CSPRNG read. */
+export function randomQueryId(): number {
+  if (idPool.length < 2) idPool = randomBytes(2048);
+  const id = idPool.readUInt16BE(0);
+  idPool = idPool.subarray(2);
+  return id;
+}
+
+/** Question section of a message, lowercased, for comparing a reply with its query. */
+function questionKey(message: Buffer): string | undefined {
+  try {
+    if (message.readUInt16BE(4) !== 1) return undefined;
+    const { name, end } = readName(message, HEADER_BYTES);
+    if (end + 4 > message.length) return undefined;
+    return `${name.toLowerCase()}/${message.readUInt16BE(end)}/${message.readUInt16BE(end + 2)}`;
+  } catch {
+    // A reply whose question cannot be read does not match any query.
+    return undefined;
+  }
+}
+
+/**
+ * Sends one raw query and returns the raw reply. Over UDP it uses a fresh socket (a random source
+ * port) and accepts only a reply from the server asked, with the query's ID and question.
+ */
+export function exchangeRaw(server: DnsServer, query: Buffer, options: ExchangeOptions = {}): Promise<Buffer> {
+  const timeoutMs = options.timeoutMs ?? 2000;
+  return options.transport === 'tcp'
+    ? exchangeTcp(server, query, timeoutMs, options)
+    : exchangeUdp(server, query, timeoutMs, options);
+}
+
+function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
+  const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}`, timeoutMs);
+  const expectedId = query.readUInt16BE(0);
+  const expectedQuestion = questionKey(query);
+  return new Promise((resolve, reject) => {
+    const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4');
+    const finish = (error: Error | undefined, reply?: Buffer) => {
+      clearTimeout(timer);
+      socket.close();
+      if (error) reject(error);
+      else resolve(reply as Buffer);
+    };
+    const timer = setTimeout(() => finish(timeoutError), timeoutMs);
+    socket.on('error', (error) => finish(error));
+    socket.on('message', (reply, rinfo) => {
+      const reason = checkReply(reply, expectedId, expectedQuestion);
+      const fromServer = rinfo.address === server.host && rinfo.port === server.port;
+      if (!fromServer) options.onRejected?.('source');
+      else if (reason) options.onRejected?.(reason);
+      else finish(undefined, reply);
+    });
+    socket.send(query, server.port, server.host);
+  });
+}
+
+function checkReply(reply: Buffer, id: number, question: string | undefined): RejectReason | undefined {
+  if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & 0x8000) === 0) return 'not-a-response';
+  if (reply.readUInt16BE(0) !== id) return 'id';
+  // FORMERR replies may carry no question; accept them on the ID alone.
+  const rcode = reply.readUInt16BE(2) & 0xf;
+  if (reply.readUInt16BE(4) === 0 && rcode !== 0) return undefined;
+  if (questionKey(reply) !== question) return 'question';
+  return undefined;
+}
+
+function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
+  const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs);
+  const expectedId = query.readUInt16BE(0);
+  const expectedQuestion = questionKey(query);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: server.host, port: server.port, noDelay: true });
+    let buffered = Buffer.alloc(0);
+    let settled = false;
+    const finish = (error: Error | undefined, reply?: Buffer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (error) reject(error);
+      else resolve(reply as Buffer);
+    };
+    const timer = setTimeout(() => finish(timeoutError), timeoutMs);
+    socket.on('error', (error) => finish(error));
+    socket.on('close', () => finish(new Error(`connection to ${server.host}:${server.port} closed before a reply`)));
+    socket.on('connect', () => {
+      const frame = Buffer.allocUnsafe(query.length + 2);
+      frame.writeUInt16BE(query.length, 0);
+      query.copy(frame, 2);
+      socket.write(frame);
+    });
+    socket.on('data', (chunk) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
+        const reply = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
+        buffered = buffered.subarray(2 + reply.length);
+        const reason = checkReply(reply, expectedId, expectedQuestion);
+        if (reason) options.onRejected?.(reason);
+        else return finish(undefined, Buffer.from(reply));
+      }
+    });
+  });
+}
+
+export interface QueryOptions extends ExchangeOptions {
+  qclass?: number;
+  rd?: boolean;
+  edns?: { udpSize: number; dnssecOk?: boolean };
+}
+
+/** Asks one question and decodes the reply: the client of probes, tests and the stats poller. */
+export async function queryDns(
+  server: DnsServer,
+  name: string,
+  type: number,
+  options: QueryOptions = {},
+): Promise<DnsMessage> {
+  const query = encodeMessage(buildQueryMessage(randomQueryId(), name, type, options));
+  return decodeMessage(await exchangeRaw(server, query, options));
+}

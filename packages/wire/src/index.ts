@@ -1,0 +1,59 @@
+export {
+  type DnsServer,
+  type ExchangeOptions,
+  exchangeRaw,
+  type QueryOptions,
+  queryDns,
+  type RejectReason,
+  randomQueryId,
+} from './client.js';
+export {
+  EDNS_MAX_UDP_BYTES,
+  HEADER_BYTES,
+  OPCODE,
+  QCLASS,
+  QTYPE,
+  RCODE,
+  rcodeName,
+  TCP_MAX_BYTES,
+  typeFromName,
+  typeName,
+  UDP_LEGACY_MAX_BYTES,
+} from './constants.js';
+export { DnsBindError, DnsTimeoutError, QueryFormatError } from './errors.js';
+export {
+  type Fqdn,
+  isDns1123Label,
+  isDns1123Subdomain,
+  isInZone,
+  isValidName,
+  labelsOf,
+  parentOf,
+  ROOT,
+  toFqdn,
+} from './fqdn.js';
+export { type DnsListener, type ListenDnsOptions, listenDns, type QueryContext, type RawHandler } from './listener.js';
+export {
+  buildQueryMessage,
+  DEFAULT_FLAGS,
+  type DnsFlags,
+  type DnsMessage,
+  decodeMessage,
+  encodeMessage,
+  type Question,
+  type Rr,
+  type Soa,
+} from './message.js';
+export { readName, skipName, writeName } from './names-on-wire.js';
+export { encodeOptRecord } from './opt-record.js';
+export { type Edns, type ParsedQuery, parseQuery } from './query.js';
+export {
+  type BareResponseOptions,
+  buildBareResponse,
+  buildFormatErrorResponse,
+  finishFromTemplate,
+  HEADER_FLAGS,
+  maxResponseBytes,
+  type Transport,
+} from './response.js';
+export { addressFromReverseName, canonicalIpv6, reverseNameOf } from './reverse-name.js';

@@ -1,0 +1,138 @@
+import dgram from 'node:dgram';
+import { Resolver } from 'node:dns/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { exchangeRaw, queryDns } from './client.js';
+import { QTYPE, RCODE } from './constants.js';
+import { type DnsListener, listenDns } from './listener.js';
+import { encodeMessage } from './message.js';
+import { parseQuery } from './query.js';
+import { buildBareResponse, buildFormatErrorResponse } from './response.js';
+
+const open: DnsListener[] = [];
+afterEach(async () => {
+  for (const l of open.splice(0)) await l.close();
+});
+
+/** A tiny server: A 192.0.2.1 for anything, through the real listener. */
+async function serveFixed(delayMs = 0) {
+  const listener = await listenDns({
+    host: '127.0.0.1',
+    port: 0,
+    handler: async (raw) => {
+      let q: ReturnType<typeof parseQuery>;
+      try {
+        q = parseQuery(raw);
+      } catch {
+        return buildFormatErrorResponse(raw);
+      }
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+      const reply = encodeMessage({
+        id: q.id,
+        flags: { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: false, ad: false, cd: false, rcode: 0 },
+        questions: [{ name: q.qname, type: q.qtype, class: q.qclass }],
+        answers: q.qtype === QTYPE.A ? [{ name: q.qname, type: QTYPE.A, class: 1, ttl: 30, address: '192.0.2.1' }] : [],
+        authorities: [],
+        additionals: [],
+      });
+      return reply;
+    },
+  });
+  open.push(listener);
+  return listener;
+}
+
+describe('listenDns and the client', () => {
+  it('serves UDP and TCP on one port, to node:dns and to our client', async () => {
+    const server = await serveFixed();
+    expect(server.port).toBeGreaterThan(0);
+    const resolver = new Resolver({ timeout: 1000, tries: 1 });
+    resolver.setServers([`127.0.0.1:${server.port}`]);
+    expect(await resolver.resolve4('x.example.org')).toEqual(['192.0.2.1']);
+    const tcp = await queryDns({ host: '127.0.0.1', port: server.port }, 'x.example.org', QTYPE.A, {
+      transport: 'tcp',
+    });
+    expect(tcp.answers[0]?.address).toBe('192.0.2.1');
+  });
+
+  it('answers pipelined TCP queries on one connection', async () => {
+    const server = await serveFixed(5);
+    const net = await import('node:net');
+    const socket = net.connect(server.port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    const ids = [1, 2, 3];
+    const frames = ids.map((id) => {
+      const q = encodeMessage({
+        id,
+        flags: { qr: false, opcode: 0, aa: false, tc: false, rd: true, ra: false, ad: false, cd: false, rcode: 0 },
+        questions: [{ name: `n${id}.example.org`, type: 1, class: 1 }],
+        answers: [],
+        authorities: [],
+        additionals: [],
+      });
+      const f = Buffer.alloc(q.length + 2);
+      f.writeUInt16BE(q.length);
+      q.copy(f, 2);
+      return f;
+    });
+    socket.write(Buffer.concat(frames));
+    const seen: number[] = [];
+    let buffered = Buffer.alloc(0);
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk) => {
+        buffered = Buffer.concat([buffered, chunk]);
+        while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
+          seen.push(buffered.readUInt16BE(2));
+          buffered = buffered.subarray(2 + buffered.readUInt16BE(0));
+        }
+        if (seen.length === 3) resolve();
+      });
+    });
+    socket.destroy();
+    expect(seen.sort()).toEqual(ids);
+  });
+
+  it('drops a reply with the wrong ID and waits for the right one', async () => {
+    const fake = dgram.createSocket('udp4');
+    await new Promise<void>((r) => fake.bind(0, '127.0.0.1', () => r()));
+    const port = fake.address().port;
+    fake.on('message', (msg, rinfo) => {
+      const q = parseQuery(msg);
+      const wrong = buildBareResponse(q, RCODE.NXDOMAIN);
+      wrong.writeUInt16BE((q.id + 1) & 0xffff, 0);
+      fake.send(wrong, rinfo.port, rinfo.address);
+      setTimeout(() => fake.send(buildBareResponse(q, RCODE.REFUSED), rinfo.port, rinfo.address), 20);
+    });
+    const rejected: string[] = [];
+    const reply = await queryDns({ host: '127.0.0.1', port }, 'a.example.org', QTYPE.A, {
+      onRejected: (r) => rejected.push(r),
+    });
+    fake.close();
+    expect(rejected).toEqual(['id']);
+    expect(reply.flags.rcode).toBe(RCODE.REFUSED);
+  });
+
+  it('times out with the server named when nothing answers', async () => {
+    const silent = dgram.createSocket('udp4');
+    await new Promise<void>((r) => silent.bind(0, '127.0.0.1', () => r()));
+    const port = silent.address().port;
+    const query = encodeMessage({
+      id: 7,
+      flags: { qr: false, opcode: 0, aa: false, tc: false, rd: true, ra: false, ad: false, cd: false, rcode: 0 },
+      questions: [{ name: 'a.example.org', type: 1, class: 1 }],
+      answers: [],
+      authorities: [],
+      additionals: [],
+    });
+    await expect(exchangeRaw({ host: '127.0.0.1', port }, query, { timeoutMs: 100 })).rejects.toThrow(
+      `127.0.0.1:${port}`,
+    );
+    silent.close();
+  });
+
+  it('names the address when the port is taken', async () => {
+    const server = await serveFixed();
+    await expect(listenDns({ host: '127.0.0.1', port: server.port, handler: () => undefined })).rejects.toThrow(
+      `cannot listen on 127.0.0.1:${server.port}/tcp: EADDRINUSE`,
+    );
+  });
+});

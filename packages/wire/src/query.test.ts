@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { QTYPE, RCODE } from './constants.js';
+import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
+import { parseQuery } from './query.js';
+import { buildBareResponse, buildFormatErrorResponse, finishFromTemplate, maxResponseBytes } from './response.js';
+
+const query = (name: string, type: number, edns?: { udpSize: number; dnssecOk?: boolean }) =>
+  encodeMessage(buildQueryMessage(0x1234, name, type, { edns }));
+
+describe('parseQuery', () => {
+  it('reads the question as asked and its canonical key', () => {
+    const q = parseQuery(query('KuBe.Default.svc.cluster.local', QTYPE.SRV));
+    expect(q).toMatchObject({
+      id: 0x1234,
+      qname: 'KuBe.Default.svc.cluster.local.',
+      key: 'kube.default.svc.cluster.local.',
+      qtype: QTYPE.SRV,
+      rd: true,
+      edns: undefined,
+    });
+  });
+
+  it('reads EDNS0 size, version and DO', () => {
+    const q = parseQuery(query('a.example.org', QTYPE.A, { udpSize: 1232, dnssecOk: true }));
+    expect(q.edns).toEqual({ udpSize: 1232, version: 0, dnssecOk: true });
+  });
+
+  it.each([
+    ['a short packet', Buffer.alloc(5), false],
+    ['a response', Buffer.from('12348000000100000000000000000100 01'.replace(/ /g, ''), 'hex'), false],
+    ['two questions', Buffer.from('123401000002000000000000', 'hex'), true],
+    ['a name running off the end', Buffer.from('12340100000100000000000003616263', 'hex'), true],
+    ['a label over 63 octets', Buffer.from(`123401000001000000000000${'40'}${'61'.repeat(64)}0000010001`, 'hex'), true],
+    ['a pointer loop', Buffer.from('123401000001000000000000c00c00010001', 'hex'), true],
+  ])('rejects %s (FORMERR possible: %s)', (_what, raw, readable) => {
+    expect(() => parseQuery(raw)).toThrow(expect.objectContaining({ headerReadable: readable }));
+  });
+});
+
+describe('responses without a full encode', () => {
+  it('finishes a template with the ID, RD, the asker case and an OPT', () => {
+    const template = encodeMessage({
+      id: 0,
+      flags: { qr: true, opcode: 0, aa: true, tc: false, rd: false, ra: false, ad: false, cd: false, rcode: 0 },
+      questions: [{ name: 'web.shop.svc.cluster.local.', type: QTYPE.A, class: 1 }],
+      answers: [{ name: 'web.shop.svc.cluster.local.', type: QTYPE.A, class: 1, ttl: 30, address: '10.96.0.7' }],
+      authorities: [],
+      additionals: [],
+    });
+    const q = parseQuery(query('WEB.shop.svc.cluster.local', QTYPE.A, { udpSize: 4096 }));
+    const reply = decodeMessage(finishFromTemplate(template, q, maxResponseBytes(q, 'udp')));
+    expect(reply.id).toBe(0x1234);
+    expect(reply.flags).toMatchObject({ qr: true, aa: true, rd: true, tc: false, rcode: 0 });
+    expect(reply.questions[0]?.name).toBe('WEB.shop.svc.cluster.local.');
+    expect(reply.answers.map((a) => a.address)).toEqual(['10.96.0.7']);
+    expect(reply.additionals.map((a) => a.type)).toEqual([QTYPE.OPT]);
+  });
+
+  it('truncates to header and question with TC when the reply is over the limit', () => {
+    const answers = Array.from({ length: 60 }, (_, i) => ({
+      name: 'big.example.org.',
+      type: QTYPE.A,
+      class: 1,
+      ttl: 30,
+      address: `10.0.0.${i}`,
+    }));
+    const template = encodeMessage({
+      id: 0,
+      flags: { qr: true, opcode: 0, aa: true, tc: false, rd: false, ra: false, ad: false, cd: false, rcode: 0 },
+      questions: [{ name: 'big.example.org.', type: QTYPE.A, class: 1 }],
+      answers,
+      authorities: [],
+      additionals: [],
+    });
+    const q = parseQuery(query('big.example.org', QTYPE.A));
+    const udp = finishFromTemplate(template, q, maxResponseBytes(q, 'udp'));
+    expect(udp.length).toBeLessThanOrEqual(512);
+    expect(decodeMessage(udp).flags.tc).toBe(true);
+    expect(decodeMessage(udp).answers).toHaveLength(0);
+    expect(decodeMessage(finishFromTemplate(template, q, maxResponseBytes(q, 'tcp'))).answers).toHaveLength(60);
+  });
+
+  it('puts BADVERS into the OPT extended rcode', () => {
+    const raw = query('a.example.org', QTYPE.A, { udpSize: 1232 });
+    // EDNS version 1: the OPT TTL's second octet.
+    raw[raw.length - 5] = 1;
+    const q = parseQuery(raw);
+    expect(q.edns?.version).toBe(1);
+    const reply = buildBareResponse(q, RCODE.BADVERS);
+    expect(reply.readUInt16BE(2) & 0xf).toBe(0);
+    expect(reply[reply.length - 6]).toBe(1);
+  });
+
+  it('answers FORMERR with the ID when only the header can be read', () => {
+    const reply = buildFormatErrorResponse(Buffer.from('beef01000002000000000000', 'hex'));
+    expect(reply?.readUInt16BE(0)).toBe(0xbeef);
+    expect((reply?.readUInt16BE(2) ?? 0) & 0x800f).toBe(0x8001);
+    expect(buildFormatErrorResponse(Buffer.alloc(4))).toBeUndefined();
+  });
+});

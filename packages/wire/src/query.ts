@@ -1,0 +1,88 @@
+import { HEADER_BYTES, QTYPE, UDP_LEGACY_MAX_BYTES } from './constants.js';
+import { QueryFormatError } from './errors.js';
+import { type Fqdn, toFqdn } from './fqdn.js';
+import { readName, skipName } from './names-on-wire.js';
+
+/** The EDNS0 pseudo-record of a message (RFC 6891 §6.1). */
+export interface Edns {
+  readonly udpSize: number;
+  readonly version: number;
+  readonly dnssecOk: boolean;
+}
+
+/** A query read straight off the wire, without a full message decode. */
+export interface ParsedQuery {
+  readonly id: number;
+  readonly opcode: number;
+  readonly rd: boolean;
+  readonly cd: boolean;
+  /** The question name exactly as asked, dotted, with its trailing dot. */
+  readonly qname: string;
+  /** The canonical lookup form of qname. */
+  readonly key: Fqdn;
+  readonly qtype: number;
+  readonly qclass: number;
+  /** Offset just past the question's QCLASS; the question spans HEADER_BYTES..questionEnd. */
+  readonly questionEnd: number;
+  readonly edns: Edns | undefined;
+  readonly raw: Buffer;
+}
+
+/**
+ * Reads the header, the one question and any OPT record of a query. Throws QueryFormatError:
+ * `headerReadable` false means drop the packet, true means answer FORMERR. Responses (QR=1)
+ * are not queries and are refused with headerReadable false, so they are dropped.
+ */
+export function parseQuery(raw: Buffer): ParsedQuery {
+  if (raw.length < HEADER_BYTES) throw new QueryFormatError('shorter than a DNS header', false);
+  const flags = raw.readUInt16BE(2);
+  if (flags & 0x8000) throw new QueryFormatError('QR is set: a response, not a query', false);
+  const qdcount = raw.readUInt16BE(4);
+  if (qdcount !== 1) throw new QueryFormatError(`QDCOUNT is ${qdcount}, expected 1`, true);
+  const { name, end } = readName(raw, HEADER_BYTES);
+  if (end + 4 > raw.length) throw new QueryFormatError('question runs past the end of the message', true);
+  const qtype = raw.readUInt16BE(end);
+  const qclass = raw.readUInt16BE(end + 2);
+  const questionEnd = end + 4;
+  const edns = readEdns(raw, questionEnd);
+  return {
+    id: raw.readUInt16BE(0),
+    opcode: (flags >> 11) & 0xf,
+    rd: (flags & 0x0100) !== 0,
+    cd: (flags & 0x0010) !== 0,
+    qname: name,
+    key: toFqdn(name),
+    qtype,
+    qclass,
+    questionEnd,
+    edns,
+    raw,
+  };
+}
+
+function readEdns(raw: Buffer, start: number): Edns | undefined {
+  const rrCount = raw.readUInt16BE(6) + raw.readUInt16BE(8);
+  const arcount = raw.readUInt16BE(10);
+  let pos = start;
+  let edns: Edns | undefined;
+  for (let i = 0; i < rrCount + arcount; i++) {
+    const nameStart = pos;
+    pos = skipName(raw, pos);
+    if (pos + 10 > raw.length) throw new QueryFormatError('record runs past the end of the message', true);
+    const type = raw.readUInt16BE(pos);
+    const rdlength = raw.readUInt16BE(pos + 8);
+    if (pos + 10 + rdlength > raw.length) throw new QueryFormatError('RDATA runs past the end of the message', true);
+    if (type === QTYPE.OPT && i >= rrCount) {
+      if (edns) throw new QueryFormatError('more than one OPT record', true);
+      if (raw[nameStart] !== 0) throw new QueryFormatError('OPT record owner is not the root', true);
+      const ttl = raw.readUInt32BE(pos + 4);
+      edns = {
+        udpSize: Math.max(UDP_LEGACY_MAX_BYTES, raw.readUInt16BE(pos + 2)),
+        version: (ttl >>> 16) & 0xff,
+        dnssecOk: (ttl & 0x8000) !== 0,
+      };
+    }
+    pos += 10 + rdlength;
+  }
+  return edns;
+}
