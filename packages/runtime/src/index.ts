@@ -2,6 +2,14 @@ export { formatGoDuration, parseGoDurationMs } from './duration.js';
 export { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
 export { type FlagDef, type FlagValues, flag, formatFlagHelp, type ParsedFlags, parseFlags } from './flags.js';
 export { type HostPort, parseHostPort } from './host-port.js';
+export { type HttpListener, type HttpRoute, listenHttp } from './http-listener.js';
+export {
+  ConfigError,
+  EMPTY_KUBE_DNS_CONFIG,
+  type KubeDnsConfig,
+  parseKubeDnsConfig,
+  readConfigDir,
+} from './kube-dns-config.js';
 export {
   CloseStack,
   type MainSpec,

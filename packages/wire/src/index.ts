@@ -32,7 +32,14 @@ export {
   ROOT,
   toFqdn,
 } from './fqdn.js';
-export { type DnsListener, type ListenDnsOptions, listenDns, type QueryContext, type RawHandler } from './listener.js';
+export {
+  type DnsListener,
+  type ListenDnsOptions,
+  listenDns,
+  type QueryContext,
+  type RawHandler,
+  type Reply,
+} from './listener.js';
 export {
   buildQueryMessage,
   DEFAULT_FLAGS,

@@ -9,8 +9,12 @@ export interface QueryContext {
   remotePort: number;
 }
 
-/** Answers one raw message; undefined means send nothing (a dropped packet). */
-export type RawHandler = (message: Buffer, context: QueryContext) => Buffer | undefined | Promise<Buffer | undefined>;
+/**
+ * Answers one raw message; undefined means send nothing (a dropped packet). Over TCP an array
+ * sends several messages in order (a zone transfer); over UDP only the first is sent.
+ */
+export type Reply = Buffer | readonly Buffer[] | undefined;
+export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
 
 export interface ListenDnsOptions {
   host: string;
@@ -98,8 +102,9 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
   udp.on('error', (error) => reportError(error, { transport: 'udp', remoteAddress: '', remotePort: 0 }));
   udp.on('message', (msg, rinfo) => {
     const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port };
-    const send = (reply: Buffer | undefined) => {
-      if (reply) udp.send(reply, rinfo.port, rinfo.address);
+    const send = (reply: Reply) => {
+      const first = Buffer.isBuffer(reply) ? reply : reply?.[0];
+      if (first) udp.send(first, rinfo.port, rinfo.address);
     };
     try {
       const reply = handler(msg, context);
@@ -159,12 +164,14 @@ function serveTcpConnection(
   };
   let buffered = Buffer.alloc(0);
   let pending = 0;
-  const write = (reply: Buffer | undefined) => {
+  const write = (reply: Reply) => {
     pending--;
-    if (reply && !socket.destroyed) {
-      const frame = Buffer.allocUnsafe(reply.length + 2);
-      frame.writeUInt16BE(reply.length, 0);
-      reply.copy(frame, 2);
+    const messages = reply === undefined ? [] : Buffer.isBuffer(reply) ? [reply] : reply;
+    for (const message of messages) {
+      if (socket.destroyed) break;
+      const frame = Buffer.allocUnsafe(message.length + 2);
+      frame.writeUInt16BE(message.length, 0);
+      message.copy(frame, 2);
       socket.write(frame);
     }
     if (pending < maxPipelined && socket.isPaused()) socket.resume();

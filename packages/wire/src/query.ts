@@ -40,6 +40,10 @@ export function parseQuery(raw: Buffer): ParsedQuery {
   const qdcount = raw.readUInt16BE(4);
   if (qdcount !== 1) throw new QueryFormatError(`QDCOUNT is ${qdcount}, expected 1`, true);
   const { name, end } = readName(raw, HEADER_BYTES);
+  // Answers are patched in place with the question's bytes, so the question must be written out.
+  for (let pos = HEADER_BYTES; raw[pos] !== 0; pos += 1 + (raw[pos] as number)) {
+    if (((raw[pos] as number) & 0xc0) !== 0) throw new QueryFormatError('compression pointer in the question', true);
+  }
   if (end + 4 > raw.length) throw new QueryFormatError('question runs past the end of the message', true);
   const qtype = raw.readUInt16BE(end);
   const qclass = raw.readUInt16BE(end + 2);

@@ -1,0 +1,95 @@
+import { isIP } from 'node:net';
+import { canonicalIpv6 } from '@cluster-dns/wire';
+import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { EndpointGroup, EndpointInfo, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
+
+const TOLERATE_UNREADY = 'service.alpha.kubernetes.io/tolerate-unready-endpoints';
+
+/** Addresses compare as text, so IPv6 is kept in one form (RFC 5952). */
+export function normalizeIp(ip: string): string | undefined {
+  const family = isIP(ip);
+  if (family === 4) return ip;
+  if (family === 6) return canonicalIpv6(ip);
+  return undefined;
+}
+
+function toProtocol(protocol: string | undefined): Protocol {
+  const p = (protocol ?? 'TCP').toLowerCase();
+  return p === 'udp' || p === 'sctp' ? p : 'tcp';
+}
+
+function toPorts(ports: Array<{ name?: string; port?: number; protocol?: string }> | undefined): ServicePort[] {
+  return (ports ?? [])
+    .filter((p) => typeof p.port === 'number' && p.port > 0 && p.port < 65536)
+    .map((p) => ({ name: (p.name ?? '').toLowerCase(), port: p.port as number, protocol: toProtocol(p.protocol) }));
+}
+
+export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
+  const namespace = svc.metadata?.namespace;
+  const name = svc.metadata?.name;
+  if (!namespace || !name) return undefined;
+  const spec = svc.spec ?? {};
+  const rawIPs = spec.clusterIPs?.length ? spec.clusterIPs : spec.clusterIP ? [spec.clusterIP] : [];
+  const headless = rawIPs[0] === 'None';
+  const isExternal = spec.type === 'ExternalName';
+  const clusterIPs =
+    headless || isExternal ? [] : rawIPs.map(normalizeIp).filter((ip): ip is string => ip !== undefined);
+  const annotation = svc.metadata?.annotations?.[TOLERATE_UNREADY];
+  return {
+    namespace,
+    name,
+    kind: isExternal ? 'external-name' : headless ? 'headless' : 'cluster-ip',
+    clusterIPs,
+    externalName: isExternal && spec.externalName ? spec.externalName.toLowerCase().replace(/\.$/, '') : undefined,
+    ports: toPorts(spec.ports),
+    publishNotReady: spec.publishNotReadyAddresses === true || annotation === 'true',
+  };
+}
+
+export function toEndpointGroup(slice: V1EndpointSlice): EndpointGroup | undefined {
+  const namespace = slice.metadata?.namespace;
+  const name = slice.metadata?.name;
+  const serviceName = slice.metadata?.labels?.['kubernetes.io/service-name'];
+  if (!namespace || !name || !serviceName) return undefined;
+  // FQDN slices name hosts, not addresses: DNS has nothing to publish from them.
+  if (slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6') return undefined;
+  const endpoints: EndpointInfo[] = (slice.endpoints ?? []).map((e) => ({
+    addresses: (e.addresses ?? []).map(normalizeIp).filter((ip): ip is string => ip !== undefined),
+    // The API says a nil ready condition is to be read as ready.
+    ready: e.conditions?.ready !== false,
+    terminating: e.conditions?.terminating === true,
+    hostname: e.hostname ? e.hostname.toLowerCase() : undefined,
+  }));
+  return { namespace, name, serviceName, endpoints, ports: toPorts(slice.ports) };
+}
+
+/** A legacy v1 Endpoints object as one group: ready `addresses` and `notReadyAddresses`. */
+export function toEndpointGroupFromEndpoints(ep: V1Endpoints): EndpointGroup | undefined {
+  const namespace = ep.metadata?.namespace;
+  const name = ep.metadata?.name;
+  if (!namespace || !name) return undefined;
+  const endpoints: EndpointInfo[] = [];
+  const ports: ServicePort[] = [];
+  for (const subset of ep.subsets ?? []) {
+    for (const p of toPorts(subset.ports)) {
+      if (!ports.some((q) => q.name === p.name && q.protocol === p.protocol)) ports.push(p);
+    }
+    const add = (list: typeof subset.addresses, ready: boolean) => {
+      for (const a of list ?? []) {
+        const ip = normalizeIp(a.ip);
+        if (ip) endpoints.push({ addresses: [ip], ready, terminating: false, hostname: a.hostname?.toLowerCase() });
+      }
+    };
+    add(subset.addresses, true);
+    add(subset.notReadyAddresses, false);
+  }
+  return { namespace, name, serviceName: name, endpoints, ports };
+}
+
+export function toPodInfo(pod: V1Pod): PodInfo | undefined {
+  const namespace = pod.metadata?.namespace;
+  const name = pod.metadata?.name;
+  if (!namespace || !name) return undefined;
+  const raw = pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []);
+  return { namespace, name, ips: raw.map(normalizeIp).filter((ip): ip is string => ip !== undefined) };
+}

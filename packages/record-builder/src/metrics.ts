@@ -1,0 +1,177 @@
+import { RCODE, rcodeName, typeName } from '@cluster-dns/wire';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
+import type { QueryObservation } from './responder.js';
+import type { ResourceName } from './watchers.js';
+
+/** kube-dns's skydns buckets: 1 ms, 3 ms, then Prometheus's defaults. */
+const DURATION_BUCKETS = [0.001, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const SIZE_BUCKETS = [
+  0, 512, 1024, 1500, 2048, 4096, 8192, 12288, 16384, 20480, 24576, 28672, 32768, 36864, 40960, 45056, 49152, 53248,
+  57344, 61440, 65536,
+];
+
+const ERROR_CAUSES: Record<number, string> = {
+  [RCODE.NXDOMAIN]: 'nxdomain',
+  [RCODE.SERVFAIL]: 'servfail',
+  [RCODE.REFUSED]: 'refused',
+};
+
+/** Every metric of the record-builder, on the registry it is given (never the global one). */
+export function createRecordBuilderMetrics(registry: Registry) {
+  collectDefaultMetrics({ register: registry });
+  const requestCount = new Counter({
+    name: 'skydns_skydns_dns_request_count_total',
+    help: 'Counter of DNS requests made (kube-dns name), by system: auth or reverse.',
+    labelNames: ['system'],
+    registers: [registry],
+  });
+  const requestDuration = new Histogram({
+    name: 'skydns_skydns_dns_request_duration_seconds',
+    help: 'Histogram of the time (in seconds) each request took (kube-dns name).',
+    labelNames: ['system'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const responseSize = new Histogram({
+    name: 'skydns_skydns_dns_response_size_bytes',
+    help: 'Size of the returned response in bytes (kube-dns name).',
+    labelNames: ['system'],
+    buckets: SIZE_BUCKETS,
+    registers: [registry],
+  });
+  const errorCount = new Counter({
+    name: 'skydns_skydns_dns_error_count_total',
+    help: 'Counter of DNS requests resulting in an error (kube-dns name), by system and cause.',
+    labelNames: ['system', 'cause'],
+    registers: [registry],
+  });
+  const requests = new Counter({
+    name: 'clusterdns_recordbuilder_requests_total',
+    help: 'DNS requests answered, by query type and response code.',
+    labelNames: ['qtype', 'rcode', 'transport'],
+    registers: [registry],
+  });
+  const malformed = new Counter({
+    name: 'clusterdns_recordbuilder_malformed_queries_total',
+    help: 'Queries that could not be parsed: answered FORMERR when the header was readable, else dropped.',
+    labelNames: ['action'],
+    registers: [registry],
+  });
+  const records = new Gauge({
+    name: 'clusterdns_recordbuilder_records',
+    help: 'Resource records in the store.',
+    registers: [registry],
+  });
+  const names = new Gauge({
+    name: 'clusterdns_recordbuilder_names',
+    help: 'Owner names with records in the store.',
+    registers: [registry],
+  });
+  const services = new Gauge({
+    name: 'clusterdns_recordbuilder_services',
+    help: 'Services known to the store.',
+    registers: [registry],
+  });
+  const readyAnswers = new Gauge({
+    name: 'clusterdns_recordbuilder_ready_answers',
+    help: 'Answers kept in wire form, ready to send.',
+    registers: [registry],
+  });
+  const watchErrors = new Counter({
+    name: 'clusterdns_recordbuilder_watch_errors_total',
+    help: 'Informer failures (list or watch), by resource. The last known state keeps being served.',
+    labelNames: ['resource'],
+    registers: [registry],
+  });
+  const watchRestarts = new Counter({
+    name: 'clusterdns_recordbuilder_watch_restarts_total',
+    help: 'Informer restarts after a failure, by resource.',
+    labelNames: ['resource'],
+    registers: [registry],
+  });
+  const lastSync = new Gauge({
+    name: 'clusterdns_recordbuilder_last_sync_timestamp_seconds',
+    help: 'Unix time of the last successful list or watch start, by resource.',
+    labelNames: ['resource'],
+    registers: [registry],
+  });
+  const watchHealthy = new Gauge({
+    name: 'clusterdns_recordbuilder_watch_healthy',
+    help: '1 while the informer of a resource is running, 0 while it is failing (answers come from the last known state).',
+    labelNames: ['resource'],
+    registers: [registry],
+  });
+  const eventDuration = new Histogram({
+    name: 'clusterdns_recordbuilder_event_apply_duration_seconds',
+    help: 'Time to apply one watch event to the store, by resource.',
+    labelNames: ['resource'],
+    buckets: [0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
+    registers: [registry],
+  });
+  const ready = new Gauge({
+    name: 'clusterdns_recordbuilder_ready',
+    help: '1 once every informer has synced (or --initial-sync-timeout passed), else 0.',
+    registers: [registry],
+  });
+
+  const perSystem = new Map<string, { count: Counter<string>; duration: Histogram<string>; size: Histogram<string> }>();
+  const systemChildren = (system: string) => {
+    let c = perSystem.get(system);
+    if (!c) {
+      c = {
+        count: requestCount.labels(system) as unknown as Counter<string>,
+        duration: requestDuration.labels(system) as unknown as Histogram<string>,
+        size: responseSize.labels(system) as unknown as Histogram<string>,
+      };
+      perSystem.set(system, c);
+    }
+    return c;
+  };
+  const requestChildren = new Map<string, { inc(): void }>();
+
+  return {
+    observeQuery(o: QueryObservation): void {
+      const c = systemChildren(o.system);
+      c.count.inc();
+      c.duration.observe(Number(process.hrtime.bigint() - o.startedAt) / 1e9);
+      c.size.observe(o.bytes);
+      const cause = o.truncated ? 'truncated' : ERROR_CAUSES[o.rcode];
+      if (cause) errorCount.labels(o.system, cause).inc();
+      const key = `${o.qtype}|${o.rcode}|${o.transport}`;
+      let child = requestChildren.get(key);
+      if (!child) {
+        child = requests.labels(typeName(o.qtype), rcodeName(o.rcode), o.transport);
+        requestChildren.set(key, child);
+      }
+      child.inc();
+    },
+    malformed(action: 'formerr' | 'dropped'): void {
+      malformed.labels(action).inc();
+    },
+    store(stats: { records: number; names: number; services: number; readyAnswers: number }): void {
+      records.set(stats.records);
+      names.set(stats.names);
+      services.set(stats.services);
+      readyAnswers.set(stats.readyAnswers);
+    },
+    watchError(resource: ResourceName): void {
+      watchErrors.labels(resource).inc();
+      watchHealthy.labels(resource).set(0);
+    },
+    watchRestart(resource: ResourceName): void {
+      watchRestarts.labels(resource).inc();
+    },
+    synced(resource: ResourceName, nowMs: number): void {
+      lastSync.labels(resource).set(nowMs / 1000);
+      watchHealthy.labels(resource).set(1);
+    },
+    eventApplied(resource: ResourceName, durationNs: bigint): void {
+      eventDuration.labels(resource).observe(Number(durationNs) / 1e9);
+    },
+    ready(isReady: boolean): void {
+      ready.set(isReady ? 1 : 0);
+    },
+  };
+}
+
+export type RecordBuilderMetrics = ReturnType<typeof createRecordBuilderMetrics>;

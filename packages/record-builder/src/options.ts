@@ -1,0 +1,133 @@
+import { isIP } from 'node:net';
+import { FlagError, type FlagValues, flag } from '@cluster-dns/runtime';
+import { type Fqdn, isDns1123Label, toFqdn } from '@cluster-dns/wire';
+import type { PodsMode } from './pod-records.js';
+
+const address = (what: string) => (raw: string) => (isIP(raw) ? undefined : `an IP address to ${what}`);
+
+/** The record-builder's flags: kube-dns's names and defaults, plus ours. Drives parsing and --help. */
+export const recordBuilderFlags = {
+  domain: flag.string('cluster DNS zone served authoritatively', 'cluster.local.'),
+  'dns-bind-address': flag.string('address to serve DNS on (UDP and TCP)', '0.0.0.0', { check: address('listen on') }),
+  'dns-port': flag.int('port to serve DNS on (UDP and TCP); 0 picks a free one', 10053, { min: 0, max: 65535 }),
+  'healthz-bind-address': flag.string('address of the /readiness, /healthz, /cache HTTP server', '0.0.0.0', {
+    check: address('listen on'),
+  }),
+  'healthz-port': flag.int('port of /readiness, /healthz, /cache and /metrics; 0 picks a free one', 8081, {
+    min: 0,
+    max: 65535,
+  }),
+  'metrics-port': flag.int(
+    'port of the Prometheus /metrics endpoint (kube-dns PROMETHEUS_PORT); 0 picks a free one',
+    10055,
+    {
+      min: 0,
+      max: 65535,
+    },
+  ),
+  'kubecfg-file': flag.string('kubeconfig file; else KUBECONFIG, else the in-cluster service account', ''),
+  'kube-master-url': flag.string('Kubernetes API server URL; overrides the kubeconfig server', '', {
+    check: (raw) =>
+      /^https?:\/\/[^/]+/.test(raw) ? undefined : 'a URL with a scheme and a host, such as https://10.0.0.1:6443',
+  }),
+  'initial-sync-timeout': flag.duration(
+    'wait this long for the first list of every resource, then serve what is known',
+    60_000,
+  ),
+  'config-dir': flag.string(
+    'kube-dns ConfigMap mount; only `federations` concerns this process (unsupported, warned)',
+    '',
+  ),
+  ttl: flag.int('TTL in seconds of every record, and the negative TTL (SOA minimum)', 30, {
+    min: 0,
+    max: 2_147_483_647,
+  }),
+  pods: flag.enumOf(
+    'pod records <a-b-c-d>.<ns>.pod.<zone>: any address, only addresses of pods in that namespace, or none',
+    ['insecure', 'verified', 'disabled'] as const,
+    'insecure',
+  ),
+  'endpoints-api': flag.enumOf(
+    'what to watch for endpoints: EndpointSlices, or legacy v1 Endpoints for old clusters',
+    ['endpointslices', 'endpoints'] as const,
+    'endpointslices',
+  ),
+  'transfer-to': flag.list(
+    'client address allowed to transfer the cluster zone (AXFR over TCP); off when none',
+    (raw, name) => {
+      if (!isIP(raw)) throw new FlagError(name, raw, 'an IP address');
+      return raw;
+    },
+  ),
+  'dns-service': flag.string(
+    'namespace/name of the Service whose cluster IPs ns.dns.<zone> resolves to',
+    'kube-system/kube-dns',
+    {
+      check: (raw) => (/^[a-z0-9-]+\/[a-z0-9-]+$/.test(raw) ? undefined : 'namespace/name'),
+    },
+  ),
+  lameduck: flag.duration('after SIGTERM, fail readiness and keep answering this long before closing', 5_000),
+  v: flag.int('log verbosity (kube-dns --v); 4 or more logs debug lines', 0, { min: 0 }),
+  logtostderr: flag.accepted('accepted for kube-dns compatibility; logs always go to stdout as JSON lines'),
+  nameservers: flag.accepted(
+    'accepted for kube-dns compatibility; names outside the zone are REFUSED here and forwarded by the forwarder',
+    {
+      takesValue: true,
+    },
+  ),
+  'config-map': flag.accepted('accepted for kube-dns compatibility; mount the ConfigMap and use --config-dir instead', {
+    takesValue: true,
+  }),
+  'config-map-namespace': flag.accepted('accepted for kube-dns compatibility (see --config-map)', { takesValue: true }),
+  'config-period': flag.accepted('accepted for kube-dns compatibility; the config dir is read once at start', {
+    takesValue: true,
+  }),
+};
+
+export interface RecordBuilderOptions {
+  readonly zone: Fqdn;
+  readonly reverseZones: readonly Fqdn[];
+  readonly dnsHost: string;
+  readonly dnsPort: number;
+  readonly healthzHost: string;
+  readonly healthzPort: number;
+  readonly metricsPort: number;
+  readonly kubecfgFile: string;
+  readonly masterUrl: string;
+  readonly initialSyncTimeoutMs: number;
+  readonly configDir: string;
+  readonly ttlSeconds: number;
+  readonly pods: PodsMode;
+  readonly endpointsApi: 'endpointslices' | 'endpoints';
+  readonly transferTo: readonly string[];
+  readonly dnsService: { namespace: string; name: string };
+  readonly lameduckMs: number;
+}
+
+/** Normalises and validates parsed flags into the frozen options object. */
+export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFlags>): RecordBuilderOptions {
+  const zone = toFqdn(values.domain);
+  if (zone === '.' || !zone.slice(0, -1).split('.').every(isDns1123Label)) {
+    throw new FlagError('--domain', values.domain, 'DNS-1123 labels separated by dots, such as cluster.local');
+  }
+  const [namespace = '', name = ''] = values['dns-service'].split('/');
+  return Object.freeze({
+    zone,
+    reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')],
+    dnsHost: values['dns-bind-address'],
+    dnsPort: values['dns-port'],
+    healthzHost: values['healthz-bind-address'],
+    healthzPort: values['healthz-port'],
+    metricsPort: values['metrics-port'],
+    kubecfgFile: values['kubecfg-file'],
+    masterUrl: values['kube-master-url'],
+    initialSyncTimeoutMs: values['initial-sync-timeout'],
+    configDir: values['config-dir'],
+    ttlSeconds: values.ttl,
+    pods: values.pods,
+    endpointsApi: values['endpoints-api'],
+    transferTo: Object.freeze([...values['transfer-to']]),
+    dnsService: { namespace, name },
+    lameduckMs: values.lameduck,
+  });
+}

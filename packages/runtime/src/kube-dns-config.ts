@@ -1,0 +1,111 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ClusterDnsError } from './errors.js';
+import { type HostPort, parseHostPort } from './host-port.js';
+
+/** The kube-dns ConfigMap (`kube-system/kube-dns`), validated as kube-dns validates it. */
+export interface KubeDnsConfig {
+  /** Domain (canonical, no trailing dot) → its nameservers. */
+  readonly stubDomains: ReadonlyMap<string, readonly HostPort[]>;
+  /** At most 3; empty means use resolv.conf. */
+  readonly upstreamNameservers: readonly HostPort[];
+  /** Deprecated federation names; kept only to warn that they are unsupported. */
+  readonly federations: string | undefined;
+}
+
+export class ConfigError extends ClusterDnsError {
+  constructor(key: string, message: string) {
+    super('CONFIG_INVALID', `config key ${key}: ${message}`, { hint: 'the last good configuration stays in use' });
+  }
+}
+
+export const EMPTY_KUBE_DNS_CONFIG: KubeDnsConfig = Object.freeze({
+  stubDomains: new Map(),
+  upstreamNameservers: [],
+  federations: undefined,
+});
+
+const DNS1123_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Reads a ConfigMap volume: one file per key, hidden entries (the kubelet's `..data` symlink
+ * swaps) skipped. A missing or empty folder is the default config, as in kube-dns.
+ */
+export async function readConfigDir(dir: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return out;
+    throw error;
+  }
+  for (const name of names.sort()) {
+    if (name.startsWith('.')) continue;
+    try {
+      out.set(name, await readFile(join(dir, name), 'utf8'));
+    } catch (error) {
+      // A directory or a key removed between readdir and read: not a config value.
+      if ((error as NodeJS.ErrnoException).code !== 'EISDIR' && (error as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw error;
+    }
+  }
+  return out;
+}
+
+/** Validates ConfigMap data; throws ConfigError naming the key and the problem. Unknown keys are ignored. */
+export function parseKubeDnsConfig(data: ReadonlyMap<string, string>): KubeDnsConfig {
+  const stubDomains = new Map<string, HostPort[]>();
+  const stubText = data.get('stubDomains')?.trim();
+  if (stubText) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(stubText);
+    } catch (error) {
+      throw new ConfigError('stubDomains', `not JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new ConfigError('stubDomains', 'expected a JSON object of domain → [nameserver, …]');
+    }
+    for (const [domain, servers] of Object.entries(parsed)) {
+      const key = domain.toLowerCase().replace(/\.$/, '');
+      if (!DNS1123_SUBDOMAIN.test(key))
+        throw new ConfigError('stubDomains', `${JSON.stringify(domain)} is not a DNS-1123 subdomain`);
+      if (!Array.isArray(servers) || servers.length === 0 || !servers.every((s) => typeof s === 'string')) {
+        throw new ConfigError('stubDomains', `${domain}: expected a non-empty array of nameserver strings`);
+      }
+      stubDomains.set(
+        key,
+        servers.map((s) => toServer('stubDomains', s)),
+      );
+    }
+  }
+  let upstreamNameservers: HostPort[] = [];
+  const upstreamText = data.get('upstreamNameservers')?.trim();
+  if (upstreamText) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(upstreamText);
+    } catch (error) {
+      throw new ConfigError('upstreamNameservers', `not JSON: ${(error as Error).message}`);
+    }
+    if (!Array.isArray(parsed) || !parsed.every((s) => typeof s === 'string')) {
+      throw new ConfigError('upstreamNameservers', 'expected a JSON array of nameserver strings');
+    }
+    if (parsed.length > 3)
+      throw new ConfigError('upstreamNameservers', `${parsed.length} entries; at most 3 are allowed`);
+    upstreamNameservers = parsed.map((s) => toServer('upstreamNameservers', s));
+  }
+  return { stubDomains, upstreamNameservers, federations: data.get('federations')?.trim() || undefined };
+}
+
+function toServer(key: string, text: string): HostPort {
+  try {
+    return parseHostPort(text, 53, key);
+  } catch {
+    throw new ConfigError(
+      key,
+      `${JSON.stringify(text)} is not an IP address with an optional port (hostnames are not resolved)`,
+    );
+  }
+}
