@@ -1,0 +1,132 @@
+import { buildQueryMessage, decodeMessage, encodeMessage, QTYPE, RCODE } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { createTestZone, group, svc } from './test-zone.js';
+
+const Z = 'svc.cluster.local.';
+
+function bigHeadless(count: number) {
+  const t = createTestZone();
+  t.state.upsertService(svc('data', 'big', { kind: 'headless' }));
+  t.state.upsertGroup(
+    group(
+      'data',
+      'big',
+      Array.from({ length: count }, (_, i) => ({ ip: `10.244.${i >> 8}.${i & 255}` })),
+    ),
+  );
+  return t;
+}
+
+describe('protocol', () => {
+  it('refuses names outside its zones, without AA', () => {
+    const reply = createTestZone().ask('example.org.', QTYPE.A);
+    expect(reply.flags).toMatchObject({ rcode: RCODE.REFUSED, aa: false });
+  });
+
+  it('answers SERVFAIL for cluster names until synced, never NXDOMAIN', () => {
+    const t = createTestZone({ ready: false });
+    expect(t.ask(`nope.shop.${Z}`).flags.rcode).toBe(RCODE.SERVFAIL);
+    t.setReady(true);
+    expect(t.ask(`nope.shop.${Z}`).flags.rcode).toBe(RCODE.NXDOMAIN);
+  });
+
+  it('echoes the question as asked and matches it case-insensitively', () => {
+    const t = createTestZone();
+    t.state.upsertService(svc('shop', 'web', { clusterIPs: ['10.96.0.20'] }));
+    const reply = t.ask('WeB.ShOp.SVC.cluster.LOCAL.', QTYPE.A);
+    expect(reply.questions[0]?.name).toBe('WeB.ShOp.SVC.cluster.LOCAL.');
+    expect(reply.answers.map((r) => r.address)).toEqual(['10.96.0.20']);
+    expect(reply.id).toBe(4242);
+  });
+
+  it('truncates a 100-endpoint answer over UDP without EDNS, and sends it whole over TCP', () => {
+    const t = bigHeadless(100);
+    const udp = t.ask(`big.data.${Z}`, QTYPE.A);
+    expect(udp.flags).toMatchObject({ tc: true, aa: true, rcode: RCODE.NOERROR });
+    expect(udp.answers).toHaveLength(0);
+    const tcp = t.ask(`big.data.${Z}`, QTYPE.A, { transport: 'tcp' });
+    expect(tcp.flags.tc).toBe(false);
+    expect(tcp.answers).toHaveLength(100);
+  });
+
+  it('honours the EDNS0 buffer size and echoes an OPT record', () => {
+    const t = bigHeadless(100);
+    const roomy = t.ask(`big.data.${Z}`, QTYPE.A, { edns: { udpSize: 4096 } });
+    expect(roomy.flags.tc).toBe(false);
+    expect(roomy.answers).toHaveLength(100);
+    expect(roomy.additionals.map((r) => r.type)).toEqual([QTYPE.OPT]);
+    const tight = t.ask(`big.data.${Z}`, QTYPE.A, { edns: { udpSize: 1232 } });
+    expect(tight.flags.tc).toBe(true);
+    expect(tight.additionals.map((r) => r.type)).toEqual([QTYPE.OPT]);
+  });
+
+  it('answers BADVERS for EDNS version 1', () => {
+    const t = createTestZone();
+    const raw = encodeMessage(buildQueryMessage(1, `a.${Z}`, QTYPE.A, { edns: { udpSize: 1232 } }));
+    raw[raw.length - 5] = 1;
+    const reply = t.ask('', QTYPE.A, { raw });
+    expect(reply.flags.rcode).toBe(RCODE.BADVERS);
+  });
+
+  it('answers NOTIMP for an opcode other than QUERY', () => {
+    const t = createTestZone();
+    const raw = encodeMessage(buildQueryMessage(1, `a.${Z}`, QTYPE.A));
+    raw.writeUInt16BE(raw.readUInt16BE(2) | (2 << 11), 2);
+    expect(t.ask('', QTYPE.A, { raw }).flags.rcode).toBe(RCODE.NOTIMP);
+  });
+
+  it('answers FORMERR for an unreadable question and drops what has no header', () => {
+    const t = createTestZone();
+    const reply = t.responder.handle(Buffer.from('abcd01000001000000000000ff', 'hex'), {
+      transport: 'udp',
+      remoteAddress: '127.0.0.1',
+      remotePort: 1,
+    });
+    expect(decodeMessage(reply as Buffer).flags.rcode).toBe(RCODE.FORMERR);
+    expect(
+      t.responder.handle(Buffer.from('ab', 'hex'), { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 1 }),
+    ).toBeUndefined();
+  });
+
+  it('answers ANY with every record at the name', () => {
+    const t = createTestZone();
+    t.state.upsertService(
+      svc('shop', 'web', { clusterIPs: ['10.96.0.20'], ports: [{ name: 'http', port: 80, protocol: 'tcp' }] }),
+    );
+    expect(
+      t
+        .ask(`web.shop.${Z}`, QTYPE.ANY)
+        .answers.map((r) => r.type)
+        .sort(),
+    ).toEqual([QTYPE.A, QTYPE.SRV]);
+  });
+
+  it('transfers the zone over TCP to allowed clients only', () => {
+    const t = createTestZone({ transferTo: ['10.0.0.5'] });
+    t.state.upsertService(svc('shop', 'web', { clusterIPs: ['10.96.0.20'] }));
+    expect(t.ask('cluster.local.', QTYPE.AXFR, { transport: 'tcp', remote: '10.0.0.9' }).flags.rcode).toBe(
+      RCODE.REFUSED,
+    );
+    expect(t.ask('cluster.local.', QTYPE.AXFR, { transport: 'udp', remote: '10.0.0.5' }).flags.rcode).toBe(
+      RCODE.REFUSED,
+    );
+    const raw = encodeMessage(buildQueryMessage(9, 'cluster.local.', QTYPE.AXFR));
+    const replies = t.responder.handle(raw, { transport: 'tcp', remoteAddress: '10.0.0.5', remotePort: 1 }) as Buffer[];
+    const answers = replies.flatMap((b) => decodeMessage(b).answers);
+    expect(answers[0]?.type).toBe(QTYPE.SOA);
+    expect(answers.at(-1)?.type).toBe(QTYPE.SOA);
+    expect(answers.some((r) => r.name === `web.shop.${Z}` && r.address === '10.96.0.20')).toBe(true);
+    expect(answers.some((r) => r.name.endsWith('in-addr.arpa.'))).toBe(false);
+  });
+
+  it('splits a large zone transfer into several messages under 64 KiB', () => {
+    const t = createTestZone({ transferTo: ['10.0.0.5'] });
+    for (let i = 0; i < 600; i++)
+      t.state.upsertService(svc('ns', `s${i}`, { clusterIPs: [`10.96.${i >> 8}.${i & 255}`] }));
+    const raw = encodeMessage(buildQueryMessage(9, 'cluster.local.', QTYPE.AXFR));
+    const replies = t.responder.handle(raw, { transport: 'tcp', remoteAddress: '10.0.0.5', remotePort: 1 }) as Buffer[];
+    expect(replies.length).toBeGreaterThan(1);
+    expect(replies.every((b) => b.length < 65535)).toBe(true);
+    expect(replies.flatMap((b) => decodeMessage(b).answers).filter((r) => r.type === QTYPE.A)).toHaveLength(600);
+  });
+});

@@ -1,0 +1,86 @@
+import { buildQueryMessage, type DnsMessage, decodeMessage, encodeMessage, QTYPE, toFqdn } from '@cluster-dns/wire';
+import type { ZoneView } from './answer-builder.js';
+import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
+import { ClusterState } from './cluster-state.js';
+import type { PodsMode } from './pod-records.js';
+import { createResponder, type Responder } from './responder.js';
+
+/** A zone with a responder, for unit tests: no sockets, no informers. */
+export function createTestZone(
+  options: { pods?: PodsMode; ready?: boolean; transferTo?: string[]; ttl?: number } = {},
+) {
+  let ready = options.ready ?? true;
+  let responder: Responder | undefined;
+  const zone = toFqdn('cluster.local');
+  const state = new ClusterState(
+    { zone, reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')], ttlSeconds: options.ttl ?? 30 },
+    (names) => responder?.invalidate(names),
+    () => 1_700_000_000_000,
+  );
+  const view: ZoneView = {
+    zone,
+    reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')],
+    ttlSeconds: options.ttl ?? 30,
+    pods: options.pods ?? 'insecure',
+    dnsService: { namespace: 'kube-system', name: 'kube-dns' },
+    state,
+  };
+  responder = createResponder({
+    view,
+    isReady: () => ready,
+    transferAllowed: (a) => (options.transferTo ?? []).includes(a),
+  });
+  const ask = (
+    name: string,
+    type: number = QTYPE.A,
+    extra: { transport?: 'udp' | 'tcp'; edns?: { udpSize: number }; remote?: string; raw?: Buffer } = {},
+  ): DnsMessage => {
+    const raw = extra.raw ?? encodeMessage(buildQueryMessage(4242, name, type, { edns: extra.edns }));
+    const reply = (responder as Responder).handle(raw, {
+      transport: extra.transport ?? 'udp',
+      remoteAddress: extra.remote ?? '127.0.0.1',
+      remotePort: 5000,
+    });
+    const first = Buffer.isBuffer(reply) ? reply : reply?.[0];
+    if (!first) throw new Error('no reply');
+    return decodeMessage(first);
+  };
+  return {
+    state,
+    responder,
+    ask,
+    setReady: (value: boolean) => {
+      ready = value;
+    },
+  };
+}
+
+export const svc = (namespace: string, name: string, over: Partial<ServiceInfo> = {}): ServiceInfo => ({
+  namespace,
+  name,
+  kind: 'cluster-ip',
+  clusterIPs: [],
+  externalName: undefined,
+  ports: [],
+  publishNotReady: false,
+  ...over,
+});
+
+export const group = (
+  namespace: string,
+  serviceName: string,
+  endpoints: Array<{ ip: string; ready?: boolean; hostname?: string; terminating?: boolean }>,
+  ports: EndpointGroup['ports'] = [],
+  name = `${serviceName}-abc`,
+): EndpointGroup => ({
+  namespace,
+  name,
+  serviceName,
+  endpoints: endpoints.map((e) => ({
+    addresses: [e.ip],
+    ready: e.ready ?? true,
+    terminating: e.terminating ?? false,
+    hostname: e.hostname,
+  })),
+  ports,
+});
