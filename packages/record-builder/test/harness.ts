@@ -1,0 +1,78 @@
+import { Resolver } from 'node:dns/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  type KubeObject,
+  type LaunchedProcess,
+  launchProcess,
+  startApiServer,
+  type TestApiServer,
+} from '@cluster-dns/testkit';
+import { type DnsMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
+import { afterEach } from 'vitest';
+
+export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+export interface RecordBuilderUnderTest {
+  api: TestApiServer;
+  proc: LaunchedProcess;
+  dnsPort: number;
+  healthzPort: number;
+  metricsPort: number;
+  resolver: Resolver;
+  query(name: string, type: number, options?: QueryOptions): Promise<DnsMessage>;
+}
+
+/** testkit's API server with `objects`, then the built record-builder against it on free ports. */
+export async function startRecordBuilder(
+  objects: readonly KubeObject[],
+  args: readonly string[] = [],
+  options: { waitForReady?: boolean; beforeStart?: (api: TestApiServer) => void } = {},
+): Promise<RecordBuilderUnderTest> {
+  const api = await startApiServer({ objects });
+  cleanups.push(() => api.close());
+  options.beforeStart?.(api);
+  const dir = await mkdtemp(join(tmpdir(), 'rb-test-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(kubeconfig, api.kubeconfigYaml());
+  const proc = await launchProcess({
+    script: MAIN,
+    args: [
+      `--kubecfg-file=${kubeconfig}`,
+      '--dns-bind-address=127.0.0.1',
+      '--healthz-bind-address=127.0.0.1',
+      '--dns-port=0',
+      '--healthz-port=0',
+      '--metrics-port=0',
+      '--lameduck=0s',
+      ...args,
+    ],
+    readyMsg: options.waitForReady === false ? 'listening' : 'ready',
+  });
+  cleanups.push(() => proc.stop('SIGKILL'));
+  const ports = proc.ready as unknown as { dnsPort: number; healthzPort: number; metricsPort: number };
+  const resolver = new Resolver({ timeout: 2000, tries: 1 });
+  resolver.setServers([`127.0.0.1:${ports.dnsPort}`]);
+  return {
+    api,
+    proc,
+    ...ports,
+    resolver,
+    query: (name, type, queryOptions) => queryDns({ host: '127.0.0.1', port: ports.dnsPort }, name, type, queryOptions),
+  };
+}
+
+export async function resolveCode<T>(promise: Promise<T>): Promise<T | string> {
+  try {
+    return await promise;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? String(error);
+  }
+}

@@ -1,0 +1,104 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fixtures } from '@cluster-dns/testkit';
+import { QTYPE } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { recordBuilderFlags } from '../src/options.js';
+import { MAIN, startRecordBuilder } from './harness.js';
+
+const run = (args: string[]) =>
+  spawnSync(process.execPath, [MAIN, ...args], {
+    encoding: 'utf8',
+    timeout: 10_000,
+    env: { ...process.env, KUBECONFIG: '' },
+  });
+
+describe('record-builder as a process', () => {
+  it('lists every flag in --help and exits 0', () => {
+    const out = run(['--help']);
+    expect(out.status).toBe(0);
+    for (const name of Object.keys(recordBuilderFlags)) expect(out.stdout).toContain(`--${name}`);
+  });
+
+  it('has every flag, port, endpoint and metric named in its README', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    for (const name of Object.keys(recordBuilderFlags)) expect(readme).toContain(`--${name}`);
+    for (const word of ['/readiness', '/healthz', '/cache', '/metrics', '10053', '8081', '10055'])
+      expect(readme).toContain(word);
+  });
+
+  it.each([
+    [['--dns-port=abc'], '--dns-port'],
+    [['--bogus'], 'unknown flag: --bogus'],
+    [['--domain=bad_domain'], '--domain'],
+    [['--pods=sometimes'], '--pods'],
+    [['--initial-sync-timeout=forever'], '--initial-sync-timeout'],
+    [['--transfer-to=ns1.example.org'], '--transfer-to'],
+  ])('exits 2 on %j naming the flag', (args, message) => {
+    const out = run(args);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain(message);
+  });
+
+  it('exits 1 with a clear message when no API configuration can be found', () => {
+    const out = run(['--dns-port=0', '--healthz-port=0', '--metrics-port=0']);
+    expect(out.status).toBe(1);
+    expect(out.stderr).toContain('no Kubernetes API configuration found');
+  });
+
+  it('accepts the kube-dns manifest arguments', async () => {
+    const rb = await startRecordBuilder([], ['--domain=cluster.local.', '--config-dir=/nonexistent', '--v=2']);
+    expect(rb.proc.ready.dnsPort).toBeGreaterThan(0);
+  });
+
+  it('exposes kube-dns metric names and its own, and dumps the store at /cache', async () => {
+    const rb = await startRecordBuilder([fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'] })]);
+    await rb.query('kubernetes.default.svc.cluster.local', QTYPE.A);
+    await rb.query('nope.default.svc.cluster.local', QTYPE.A);
+    await rb.query('1.0.96.10.in-addr.arpa', QTYPE.PTR);
+    const text = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+    expect(text).toMatch(/skydns_skydns_dns_request_count_total\{system="auth"\} 2/);
+    expect(text).toMatch(/skydns_skydns_dns_request_count_total\{system="reverse"\} 1/);
+    expect(text).toMatch(/skydns_skydns_dns_error_count_total\{system="auth",cause="nxdomain"\} 1/);
+    expect(text).toContain('skydns_skydns_dns_request_duration_seconds_bucket');
+    expect(text).toContain('skydns_skydns_dns_response_size_bytes_bucket');
+    expect(text).toMatch(/clusterdns_recordbuilder_requests_total\{qtype="A",rcode="NXDOMAIN",transport="udp"\} 1/);
+    expect(text).toMatch(/clusterdns_recordbuilder_services 1/);
+    expect(text).toMatch(/clusterdns_recordbuilder_last_sync_timestamp_seconds\{resource="endpointslices"\}/);
+    expect(text).toContain('process_resident_memory_bytes');
+    const cache = (await (
+      await fetch(`http://127.0.0.1:${rb.healthzPort}/cache?name=kubernetes.default.svc.cluster.local`)
+    ).json()) as {
+      names: Record<string, Array<{ address?: string }>>;
+    };
+    expect(cache.names['kubernetes.default.svc.cluster.local.']?.map((r) => r.address)).toEqual(['10.96.0.1']);
+  });
+
+  it('drains on SIGTERM: readiness fails during lameduck, then it exits 0', async () => {
+    const rb = await startRecordBuilder([], ['--lameduck=2s']);
+    const exit = rb.proc.stop('SIGTERM');
+    await rb.proc.waitForLog((l) => l.msg === 'lameduck: readiness failing, still answering');
+    expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/readiness`)).status).toBe(503);
+    expect((await rb.query('dns-version.cluster.local', QTYPE.TXT)).answers[0]?.text).toEqual(['1.1.0']);
+    expect(await exit).toBe(0);
+  });
+
+  it('reads legacy v1 Endpoints with --endpoints-api=endpoints', async () => {
+    const rb = await startRecordBuilder(
+      [
+        fixtures.service('data', 'old', { headless: true }),
+        fixtures.endpoints('data', 'old', [{ ip: '10.244.8.1', hostname: 'old-0' }], [{ ip: '10.244.8.2' }]),
+      ],
+      ['--endpoints-api=endpoints'],
+    );
+    expect(await rb.resolver.resolve4('old.data.svc.cluster.local')).toEqual(['10.244.8.1']);
+    expect(await rb.resolver.resolve4('old-0.old.data.svc.cluster.local')).toEqual(['10.244.8.1']);
+    expect(rb.api.requests.some((r) => r.path.startsWith('/api/v1/endpoints'))).toBe(true);
+  });
+
+  it('watches pods only with --pods=verified, and answers for their IPs only', async () => {
+    const rb = await startRecordBuilder([fixtures.pod('shop', 'web-0', ['10.244.1.5'])], ['--pods=verified']);
+    expect(await rb.resolver.resolve4('10-244-1-5.shop.pod.cluster.local')).toEqual(['10.244.1.5']);
+    expect(rb.api.requests.some((r) => r.path.startsWith('/api/v1/pods'))).toBe(true);
+  });
+});

@@ -1,0 +1,136 @@
+import dgram from 'node:dgram';
+import { fixtures, waitFor } from '@cluster-dns/testkit';
+import { decodeMessage, QTYPE, RCODE } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { resolveCode, startRecordBuilder } from './harness.js';
+
+const Z = 'svc.cluster.local';
+const base = () => [
+  fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'], ports: [{ name: 'https', port: 443 }] }),
+  fixtures.service('data', 'pg', { headless: true, ports: [{ name: 'pg', port: 5432 }] }),
+  fixtures.endpointSlice('data', 'pg', 'pg-1', [{ addresses: ['10.244.1.31'], hostname: 'pg-0', ready: false }], {
+    ports: [{ name: 'pg', port: 5432 }],
+  }),
+];
+
+/** Queries `name` until `stop`, recording every rcode seen: a gap shows up as NXDOMAIN. */
+function watchRcodes(rb: Awaited<ReturnType<typeof startRecordBuilder>>, name: string) {
+  const seen = new Map<number, number>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        const reply = await rb.query(name, QTYPE.A, { timeoutMs: 1000 });
+        seen.set(reply.flags.rcode, (seen.get(reply.flags.rcode) ?? 0) + 1);
+      } catch {
+        seen.set(-1, (seen.get(-1) ?? 0) + 1);
+      }
+    }
+  })();
+  return {
+    seen,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+describe('record-builder process follows the API and survives its faults', () => {
+  it('shows an endpoint turning ready and a service deleted', async () => {
+    const rb = await startRecordBuilder(base());
+    expect(await resolveCode(rb.resolver.resolve4(`pg.data.${Z}`))).toBe('ENOTFOUND');
+    rb.api.apply(
+      fixtures.endpointSlice('data', 'pg', 'pg-1', [{ addresses: ['10.244.1.31'], hostname: 'pg-0' }], {
+        ports: [{ name: 'pg', port: 5432 }],
+      }),
+    );
+    await waitFor(async () => (await rb.resolver.resolve4(`pg.data.${Z}`)).includes('10.244.1.31'), {
+      what: 'the ready endpoint',
+    });
+    rb.api.remove('Service', 'data', 'pg');
+    await waitFor(async () => (await resolveCode(rb.resolver.resolve4(`pg.data.${Z}`))) === 'ENOTFOUND', {
+      what: 'the deletion',
+    });
+  });
+
+  it('keeps answering with no NXDOMAIN gap across a dropped watch and a 410 relist', async () => {
+    const rb = await startRecordBuilder(base());
+    const probe = watchRcodes(rb, `kubernetes.default.${Z}`);
+    await waitFor(() => rb.api.openWatches() === 2, { what: 'both watches' });
+    rb.api.faults.dropWatches({ abrupt: true });
+    rb.api.apply(fixtures.service('shop', 'new', { clusterIPs: ['10.96.10.99'] }));
+    rb.api.faults.forgetHistory();
+    await waitFor(async () => (await rb.resolver.resolve4(`new.shop.${Z}`)).includes('10.96.10.99'), {
+      what: 'the change made during the outage',
+      timeoutMs: 15_000,
+    });
+    await probe.stop();
+    expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
+    const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
+    expect(lists.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('serves the last known state while the API server is down, and catches up when it returns', async () => {
+    const rb = await startRecordBuilder(base());
+    const probe = watchRcodes(rb, `kubernetes.default.${Z}`);
+    await rb.api.faults.stop();
+    await rb.proc.waitForLog((l) => l.msg === 'watch failed; serving the last known state', 10_000);
+    expect(await rb.resolver.resolve4(`kubernetes.default.${Z}`)).toEqual(['10.96.0.1']);
+    rb.api.apply(fixtures.service('shop', 'late', { clusterIPs: ['10.96.10.77'] }));
+    await rb.api.faults.restart();
+    await waitFor(async () => (await rb.resolver.resolve4(`late.shop.${Z}`)).includes('10.96.10.77'), {
+      what: 'the change made while the API was down',
+      timeoutMs: 20_000,
+    });
+    await probe.stop();
+    expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
+    const metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/clusterdns_recordbuilder_watch_errors_total\{resource="services"\} [1-9]/);
+    expect(metrics).toMatch(/clusterdns_recordbuilder_watch_restarts_total\{resource="services"\} [1-9]/);
+  }, 40_000);
+
+  it('answers SERVFAIL and fails readiness until the first list completes', async () => {
+    const rb = await startRecordBuilder(base(), [], {
+      waitForReady: false,
+      beforeStart: (api) => api.faults.delayRequests(1500),
+    });
+    const early = await rb.query(`kubernetes.default.${Z}`, QTYPE.A);
+    expect(early.flags.rcode).toBe(RCODE.SERVFAIL);
+    expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/readiness`)).status).toBe(503);
+    await rb.proc.waitForLog((l) => l.msg === 'ready', 10_000);
+    expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/readiness`)).status).toBe(200);
+    expect((await rb.query(`kubernetes.default.${Z}`, QTYPE.A)).answers).toHaveLength(1);
+  });
+
+  it('serves what it has once --initial-sync-timeout passes', async () => {
+    const rb = await startRecordBuilder(base(), ['--initial-sync-timeout=300ms'], {
+      beforeStart: (api) => api.faults.failRequests(500, 1000),
+    });
+    expect(rb.proc.ready.synced).toBe(false);
+    expect(rb.proc.logs.some((l) => l.msg === 'initial sync timed out; serving what is known')).toBe(true);
+    expect((await rb.query(`kubernetes.default.${Z}`, QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+  });
+
+  it('answers FORMERR or drops malformed packets and keeps answering good queries', async () => {
+    const rb = await startRecordBuilder(base());
+    const socket = dgram.createSocket('udp4');
+    const replies: Buffer[] = [];
+    socket.on('message', (m) => replies.push(m));
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+    const garbage = [
+      Buffer.alloc(0),
+      Buffer.from('01'),
+      Buffer.from('beef0100000100000000000005abc', 'hex'),
+      Buffer.from('beef01000001000000000000c00c00010001', 'hex'),
+      Buffer.from(`beef010000010000000000${'3f'}${'61'.repeat(63)}`.repeat(1), 'hex'),
+      Buffer.alloc(600, 0xff),
+    ];
+    for (let i = 0; i < 50; i++) for (const g of garbage) socket.send(g, rb.dnsPort, '127.0.0.1');
+    expect(await rb.resolver.resolve4(`kubernetes.default.${Z}`)).toEqual(['10.96.0.1']);
+    await waitFor(() => replies.length >= 100, { what: 'FORMERR replies' });
+    socket.close();
+    expect(replies.every((m) => decodeMessage(m).flags.rcode === RCODE.FORMERR)).toBe(true);
+    expect(rb.proc.child.exitCode).toBeNull();
+  });
+});
