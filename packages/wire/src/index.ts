@@ -63,4 +63,5 @@ export {
   maxResponseBytes,
   type Transport,
 } from './response.js';
+export { type ScannedRecord, type ScannedResponse, scanResponse, stripOpt } from './response-scan.js';
 export { addressFromReverseName, canonicalIpv6, reverseNameOf } from './reverse-name.js';

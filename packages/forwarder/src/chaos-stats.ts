@@ -1,0 +1,51 @@
+import { encodeMessage, type ParsedQuery, QCLASS, QTYPE } from '@cluster-dns/wire';
+
+/** What `<name>.bind` CHAOS TXT queries report, as dnsmasq does. */
+export interface StatsSnapshot {
+  cachesize: number;
+  insertions: number;
+  evictions: number;
+  misses: number;
+  hits: number;
+  auth: number;
+  /** `ip#port queries failures`, one per server. */
+  servers: string[];
+  version: string;
+}
+
+/**
+ * Answers `cachesize.bind`, `insertions.bind`, `evictions.bind`, `misses.bind`, `hits.bind`,
+ * `auth.bind`, `servers.bind` and `version.bind` (CHAOS, TXT): one TXT record, one string each
+ * (servers.bind: one string per server), TTL 0, which is what the kube-dns sidecar parses.
+ * Undefined for any other name.
+ */
+export function answerStatsQuery(q: ParsedQuery, stats: StatsSnapshot): Buffer | undefined {
+  const which = /^([a-z]+)\.bind\.$/.exec(q.key)?.[1];
+  let strings: string[];
+  switch (which) {
+    case 'cachesize':
+    case 'insertions':
+    case 'evictions':
+    case 'misses':
+    case 'hits':
+    case 'auth':
+      strings = [String(stats[which])];
+      break;
+    case 'servers':
+      strings = stats.servers;
+      break;
+    case 'version':
+      strings = [stats.version];
+      break;
+    default:
+      return undefined;
+  }
+  return encodeMessage({
+    id: q.id,
+    flags: { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: true, ad: false, cd: false, rcode: 0 },
+    questions: [{ name: q.qname, type: QTYPE.TXT, class: QCLASS.CH }],
+    answers: [{ name: q.qname, type: QTYPE.TXT, class: QCLASS.CH, ttl: 0, text: strings }],
+    authorities: [],
+    additionals: [],
+  });
+}

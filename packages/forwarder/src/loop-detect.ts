@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import type { HostPort, Logger } from '@cluster-dns/runtime';
+import { exchangeRaw, type Fqdn, QTYPE, toFqdn } from '@cluster-dns/wire';
+import { serverText } from './route-table.js';
+import { buildUpstreamQuery } from './upstream.js';
+
+/**
+ * --dns-loop-detect, the dnsmasq way: send each upstream a TXT query for a unique name; if that
+ * query comes back to us, the upstream forwards to us and would loop. Such a server is disabled
+ * (skipped by every route) and logged.
+ */
+export function createLoopDetector(deps: { log: Logger; disabled: Set<string> }) {
+  const probes = new Map<Fqdn, string>();
+  return {
+    isProbe(name: Fqdn): boolean {
+      const server = probes.get(name);
+      if (server === undefined) return false;
+      if (!deps.disabled.has(server)) {
+        deps.disabled.add(server);
+        deps.log.error('forwarding loop detected: upstream sends our queries back to us; disabled', { server });
+      }
+      return true;
+    },
+    async check(servers: readonly HostPort[], self: readonly HostPort[]): Promise<void> {
+      await Promise.all(
+        servers.map(async (server) => {
+          const name = toFqdn(`${randomBytes(8).toString('hex')}.loop-check.cluster-dns.invalid`);
+          const id = serverText(server);
+          probes.set(name, id);
+          if (self.some((s) => s.port === server.port && (s.host === server.host || s.host === '0.0.0.0'))) {
+            this.isProbe(name);
+          }
+          try {
+            await exchangeRaw(
+              server,
+              buildUpstreamQuery({ name, qtype: QTYPE.TXT, qclass: 1, dnssecOk: false, checkingDisabled: false }),
+              {
+                timeoutMs: 1000,
+              },
+            );
+          } catch {
+            // A server that does not answer the probe is not looping; its failures show in servers.bind.
+          } finally {
+            setTimeout(() => probes.delete(name), 5000).unref();
+          }
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,135 @@
+import { isIP } from 'node:net';
+import { FlagError, type FlagValues, flag, type HostPort } from '@cluster-dns/runtime';
+import { parseServerFlag, type ServerRule } from './server-flag.js';
+
+const ttlFlag = (help: string, defaultValue: number) => flag.int(help, defaultValue, { min: 0, max: 2_147_483_647 });
+
+/**
+ * The forwarder's flags: dnsmasq's names (so kube-dns's dnsmasq args run unmodified), the
+ * nanny's config dir, and ours. Drives parsing and --help.
+ */
+export const forwarderFlags = {
+  server: flag.list(
+    'upstream for some domains (/domain/ip[#port], longest suffix wins) or for everything (ip[#port])',
+    parseServerFlag,
+    {
+      aliases: ['S'],
+    },
+  ),
+  port: flag.int('DNS port (UDP and TCP); 0 picks a free one', 53, { aliases: ['p'], min: 0, max: 65535 }),
+  'listen-address': flag.list(
+    'address to listen on (repeatable)',
+    (raw, name) => {
+      if (!isIP(raw)) throw new FlagError(name, raw, 'an IP address');
+      return raw;
+    },
+    { aliases: ['a'], defaultText: '0.0.0.0' },
+  ),
+  'no-resolv': flag.bool('do not read upstreams from --resolv-file', { aliases: ['R'] }),
+  'resolv-file': flag.string(
+    'file whose nameserver lines are the default upstreams (re-read when it changes)',
+    '/etc/resolv.conf',
+    {
+      aliases: ['r'],
+    },
+  ),
+  'cache-size': flag.int('cache entries; 0 disables the cache', 150, { aliases: ['c'], min: 0, max: 10_000_000 }),
+  'no-negcache': flag.bool('do not cache NXDOMAIN or NODATA answers', { aliases: ['N'] }),
+  'neg-ttl': ttlFlag(
+    'negative TTL when the answer carries no SOA, and a cap on negative TTLs; 0 = only the SOA decides',
+    0,
+  ),
+  'min-cache-ttl': ttlFlag('cache answers at least this many seconds (TTLs served count down from it)', 0),
+  'max-cache-ttl': ttlFlag('cache answers at most this many seconds; 0 = no cap', 0),
+  'dns-forward-max': flag.int('upstream queries in flight at most; past it, queries get REFUSED at once', 150, {
+    aliases: ['0'],
+    min: 1,
+    max: 100_000,
+  }),
+  'dns-loop-detect': flag.bool(
+    'send a probe through each upstream at start and on config change; disable any that loops back here',
+  ),
+  'log-queries': flag.bool('log each query and where it went', { aliases: ['q'] }),
+  'config-dir': flag.string('kube-dns ConfigMap mount (stubDomains, upstreamNameservers), watched for changes', ''),
+  'config-poll-interval': flag.duration('how often --config-dir and --resolv-file are checked for changes', 10_000),
+  'upstream-timeout': flag.duration('wait this long for one upstream before trying the next', 1_500),
+  'forward-deadline': flag.duration('answer SERVFAIL when no upstream of the route answered in this time', 4_000),
+  'max-tcp-connections': flag.int('client TCP connections at most', 1000, { min: 1, max: 1_000_000 }),
+  'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 10_000),
+  lameduck: flag.duration('after SIGTERM, keep answering this long before closing', 5_000),
+  'keep-in-foreground': flag.accepted('accepted (dnsmasq -k); the forwarder always runs in the foreground', {
+    aliases: ['k'],
+  }),
+  'no-daemon': flag.accepted('accepted (dnsmasq -d)', { aliases: ['d'] }),
+  'log-facility': flag.accepted('accepted (dnsmasq --log-facility=-); logs go to stdout as JSON lines', {
+    aliases: ['8'],
+    takesValue: true,
+  }),
+  user: flag.accepted('accepted (dnsmasq --user); run the container as the user you want', {
+    aliases: ['u'],
+    takesValue: true,
+  }),
+  'strict-order': flag.accepted('accepted (dnsmasq -o); servers are always tried in order', { aliases: ['o'] }),
+  'no-hosts': flag.accepted('accepted (dnsmasq --no-hosts); /etc/hosts is never read'),
+  'bind-interfaces': flag.accepted('accepted (dnsmasq --bind-interfaces); sockets are bound to the listen addresses'),
+  'domain-needed': flag.accepted('accepted (dnsmasq --domain-needed)'),
+  v: flag.int('log verbosity; 4 or more logs debug lines', 0, { min: 0 }),
+};
+
+export interface ForwarderOptions {
+  readonly rules: readonly ServerRule[];
+  readonly listenAddresses: readonly string[];
+  readonly port: number;
+  readonly resolvFile: string | undefined;
+  readonly cacheSize: number;
+  readonly negativeCache: boolean;
+  readonly negTtlSeconds: number;
+  readonly minCacheTtlSeconds: number;
+  readonly maxCacheTtlSeconds: number;
+  readonly forwardMax: number;
+  readonly loopDetect: boolean;
+  readonly logQueries: boolean;
+  readonly configDir: string;
+  readonly configPollMs: number;
+  readonly upstreamTimeoutMs: number;
+  readonly forwardDeadlineMs: number;
+  readonly maxTcpConnections: number;
+  readonly tcpIdleTimeoutMs: number;
+  readonly lameduckMs: number;
+}
+
+export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): ForwarderOptions {
+  if (values['max-cache-ttl'] > 0 && values['min-cache-ttl'] > values['max-cache-ttl']) {
+    throw new FlagError(
+      '--min-cache-ttl',
+      String(values['min-cache-ttl']),
+      `at most --max-cache-ttl (${values['max-cache-ttl']})`,
+    );
+  }
+  if (values['forward-deadline'] < values['upstream-timeout']) {
+    throw new FlagError('--forward-deadline', `${values['forward-deadline']}ms`, 'at least --upstream-timeout');
+  }
+  return Object.freeze({
+    rules: Object.freeze([...values.server]),
+    listenAddresses: values['listen-address'].length ? [...new Set(values['listen-address'])] : ['0.0.0.0'],
+    port: values.port,
+    resolvFile: values['no-resolv'] ? undefined : values['resolv-file'],
+    cacheSize: values['cache-size'],
+    negativeCache: !values['no-negcache'],
+    negTtlSeconds: values['neg-ttl'],
+    minCacheTtlSeconds: values['min-cache-ttl'],
+    maxCacheTtlSeconds: values['max-cache-ttl'],
+    forwardMax: values['dns-forward-max'],
+    loopDetect: values['dns-loop-detect'],
+    logQueries: values['log-queries'],
+    configDir: values['config-dir'],
+    configPollMs: values['config-poll-interval'],
+    upstreamTimeoutMs: values['upstream-timeout'],
+    forwardDeadlineMs: values['forward-deadline'],
+    maxTcpConnections: values['max-tcp-connections'],
+    tcpIdleTimeoutMs: values['tcp-idle-timeout'],
+    lameduckMs: values.lameduck,
+  });
+}
+
+export type { HostPort };

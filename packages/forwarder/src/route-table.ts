@@ -1,0 +1,106 @@
+import type { HostPort } from '@cluster-dns/runtime';
+import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
+import type { ServerRule } from './server-flag.js';
+
+export type RouteKind = 'server' | 'stub' | 'upstream' | 'local';
+
+export interface Route {
+  /** ROOT for the default route. */
+  readonly domain: Fqdn;
+  readonly kind: RouteKind;
+  readonly servers: readonly HostPort[];
+  /** A reverse-zone route whose NXDOMAIN/REFUSED is asked upstream again (kube-dns behaviour). */
+  readonly fallsThrough: boolean;
+  /** Stable text of where this route sends queries: equal ids mean cached answers stay valid. */
+  readonly id: string;
+}
+
+const REVERSE = [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')];
+const serverText = (s: HostPort) => (s.host.includes(':') ? `[${s.host}]#${s.port}` : `${s.host}#${s.port}`);
+
+export interface RouteSources {
+  /** `--server` rules, in flag order. */
+  rules: readonly ServerRule[];
+  /** ConfigMap stubDomains. */
+  stubDomains: ReadonlyMap<string, readonly HostPort[]>;
+  /** ConfigMap upstreamNameservers: when set, they replace resolv.conf's. */
+  upstreamNameservers: readonly HostPort[];
+  /** Nameservers of --resolv-file, or empty with --no-resolv. */
+  resolvConf: readonly HostPort[];
+}
+
+/** Where each name goes: the longest `--server=/domain/` or stub domain suffix, else upstream. */
+export class RouteTable {
+  private readonly byDomain = new Map<Fqdn, Route>();
+  readonly upstream: Route;
+
+  constructor(sources: RouteSources) {
+    const servers = new Map<Fqdn, { kind: RouteKind; servers: HostPort[] }>();
+    const plain: HostPort[] = [];
+    for (const rule of sources.rules) {
+      if (rule.domains.length === 0) {
+        plain.push(...rule.servers);
+        continue;
+      }
+      for (const domain of rule.domains) {
+        const entry = servers.get(domain) ?? { kind: 'server' as RouteKind, servers: [] };
+        entry.servers.push(...rule.servers);
+        servers.set(domain, entry);
+      }
+    }
+    for (const [domain, list] of sources.stubDomains) {
+      const key = toFqdn(domain);
+      const entry = servers.get(key) ?? { kind: 'stub' as RouteKind, servers: [] };
+      entry.servers.push(...list);
+      servers.set(key, entry);
+    }
+    for (const [domain, entry] of servers) {
+      const kind: RouteKind = entry.servers.length === 0 ? 'local' : entry.kind;
+      this.byDomain.set(domain, {
+        domain,
+        kind,
+        servers: entry.servers,
+        fallsThrough: kind !== 'local' && REVERSE.some((z) => isInZone(domain, z)),
+        id: `${domain}>${kind}:${entry.servers.map(serverText).join(',')}`,
+      });
+    }
+    const defaults = [
+      ...plain,
+      ...(sources.upstreamNameservers.length ? sources.upstreamNameservers : sources.resolvConf),
+    ];
+    this.upstream = {
+      domain: ROOT,
+      kind: 'upstream',
+      servers: defaults,
+      fallsThrough: false,
+      id: `.>upstream:${defaults.map(serverText).join(',')}`,
+    };
+  }
+
+  routeFor(name: Fqdn): Route {
+    for (let current = name; ; current = parentOf(current)) {
+      const route = this.byDomain.get(current);
+      if (route) return route;
+      if (current === ROOT) return this.upstream;
+    }
+  }
+
+  routes(): Route[] {
+    return [...this.byDomain.values(), this.upstream];
+  }
+
+  /** Every distinct server, for servers.bind and loop detection. */
+  servers(): HostPort[] {
+    const seen = new Map<string, HostPort>();
+    for (const r of this.routes()) for (const s of r.servers) seen.set(serverText(s), s);
+    return [...seen.values()];
+  }
+
+  describe(): Record<string, string[]> {
+    return Object.fromEntries(
+      this.routes().map((r) => [r.domain, r.kind === 'local' ? ['(local)'] : r.servers.map(serverText)]),
+    );
+  }
+}
+
+export { serverText };

@@ -1,0 +1,30 @@
+import { FlagError, type HostPort, parseHostPort } from '@cluster-dns/runtime';
+import { type Fqdn, isValidName, ROOT, toFqdn } from '@cluster-dns/wire';
+
+/** One `--server` value: servers for some domains, or plain upstreams when `domains` is empty. */
+export interface ServerRule {
+  readonly domains: readonly Fqdn[];
+  /** Empty with domains: answer NXDOMAIN locally for them (dnsmasq's `--server=/d/`). */
+  readonly servers: readonly HostPort[];
+}
+
+const EXPECTED = '/domain/ip[#port], /domain1/domain2/ip[#port], /domain/ (local only) or ip[#port]';
+
+/** Parses dnsmasq's `--server` syntax. */
+export function parseServerFlag(raw: string, flag = '--server'): ServerRule {
+  if (!raw.startsWith('/')) return { domains: [], servers: [parseHostPort(raw, 53, flag)] };
+  const parts = raw.split('/');
+  // "/a/b/1.2.3.4" → ["", "a", "b", "1.2.3.4"]
+  const server = parts.at(-1) as string;
+  const domains = parts.slice(1, -1);
+  if (domains.length === 0 || domains.some((d) => d === '' || !isValidName(d)))
+    throw new FlagError(flag, raw, EXPECTED);
+  const fqdns = domains.map((d) => toFqdn(d));
+  if (fqdns.includes(ROOT)) throw new FlagError(flag, raw, EXPECTED);
+  if (server === '') return { domains: fqdns, servers: [] };
+  try {
+    return { domains: fqdns, servers: [parseHostPort(server, 53, flag)] };
+  } catch (error) {
+    throw new FlagError(flag, raw, EXPECTED, { cause: error });
+  }
+}

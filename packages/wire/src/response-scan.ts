@@ -1,0 +1,90 @@
+import { HEADER_BYTES, QTYPE } from './constants.js';
+import { QueryFormatError } from './errors.js';
+import { skipName } from './names-on-wire.js';
+
+export interface ScannedRecord {
+  readonly section: 'answer' | 'authority' | 'additional';
+  readonly type: number;
+  /** Offset of the record's owner name. */
+  readonly start: number;
+  /** Offset of its 32-bit TTL. */
+  readonly ttlOffset: number;
+  readonly ttl: number;
+  /** Offset just past its RDATA. */
+  readonly end: number;
+  readonly rdataOffset: number;
+}
+
+export interface ScannedResponse {
+  readonly id: number;
+  readonly flags: number;
+  readonly rcode: number;
+  readonly truncated: boolean;
+  readonly questionEnd: number;
+  readonly answerCount: number;
+  readonly records: readonly ScannedRecord[];
+  /** The OPT record, if any: it is per hop and never cached. */
+  readonly opt: ScannedRecord | undefined;
+}
+
+/**
+ * Walks a reply's records without decoding their data: where each TTL is, what type each record
+ * is, and where the OPT record sits. What a cache needs to age TTLs in place. Throws
+ * QueryFormatError on a reply that runs past its end.
+ */
+export function scanResponse(msg: Buffer): ScannedResponse {
+  if (msg.length < HEADER_BYTES) throw new QueryFormatError('reply shorter than a header', false);
+  const flags = msg.readUInt16BE(2);
+  const qdcount = msg.readUInt16BE(4);
+  const counts = [msg.readUInt16BE(6), msg.readUInt16BE(8), msg.readUInt16BE(10)] as const;
+  let pos = HEADER_BYTES;
+  for (let i = 0; i < qdcount; i++) pos = skipName(msg, pos) + 4;
+  if (pos > msg.length) throw new QueryFormatError('question runs past the end', true);
+  const questionEnd = pos;
+  const records: ScannedRecord[] = [];
+  let opt: ScannedRecord | undefined;
+  const sections = ['answer', 'authority', 'additional'] as const;
+  for (let s = 0; s < 3; s++) {
+    for (let i = 0; i < (counts[s] as number); i++) {
+      const start = pos;
+      pos = skipName(msg, pos);
+      if (pos + 10 > msg.length) throw new QueryFormatError('record runs past the end', true);
+      const type = msg.readUInt16BE(pos);
+      const ttlOffset = pos + 4;
+      const rdlength = msg.readUInt16BE(pos + 8);
+      const rdataOffset = pos + 10;
+      pos = rdataOffset + rdlength;
+      if (pos > msg.length) throw new QueryFormatError('RDATA runs past the end', true);
+      const record: ScannedRecord = {
+        section: sections[s] as ScannedRecord['section'],
+        type,
+        start,
+        ttlOffset,
+        ttl: msg.readUInt32BE(ttlOffset),
+        end: pos,
+        rdataOffset,
+      };
+      if (type === QTYPE.OPT && s === 2) opt = record;
+      else records.push(record);
+    }
+  }
+  return {
+    id: msg.readUInt16BE(0),
+    flags,
+    rcode: flags & 0xf,
+    truncated: (flags & 0x0200) !== 0,
+    questionEnd,
+    answerCount: counts[0],
+    records,
+    opt,
+  };
+}
+
+/** The reply without its OPT record (EDNS is per hop: each client gets its own). */
+export function stripOpt(msg: Buffer, scanned: ScannedResponse): Buffer {
+  const opt = scanned.opt;
+  if (!opt) return msg;
+  const out = Buffer.concat([msg.subarray(0, opt.start), msg.subarray(opt.end)]);
+  out.writeUInt16BE(out.readUInt16BE(10) - 1, 10);
+  return out;
+}
