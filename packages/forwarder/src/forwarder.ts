@@ -39,6 +39,10 @@ export interface Forwarder {
   readonly counters: CacheCounters;
   /** Upstream replies dropped for a wrong source, ID or question. */
   rejectedReplies(): number;
+  /** Probes every upstream for a forwarding loop now (start and config changes do it with --dns-loop-detect). */
+  detectLoops(): Promise<void>;
+  /** Upstreams disabled because they loop back to us. */
+  disabledServers(): string[];
 }
 
 const AA_BIT = 0x0400;
@@ -200,6 +204,12 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     counters,
     reloadConfig,
     rejectedReplies: () => rejectedReplies,
+    detectLoops: () =>
+      loops.check(
+        routes.servers(),
+        listeners.map((l) => ({ host: l.host, port: l.port })),
+      ),
+    disabledServers: () => [...disabled],
     async start() {
       await reloadConfig();
       for (const host of options.listenAddresses) {

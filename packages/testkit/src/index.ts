@@ -10,4 +10,12 @@ export { loadManifestFolder } from './manifests.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';
 export { type LaunchedProcess, type LaunchOptions, type LogLine, launchProcess } from './process-launcher.js';
 export { type KubeObject, parseResourcePath, RESOURCE_KINDS, type ResourceKind } from './resources.js';
+export {
+  type SeenQuery,
+  type SpoofKind,
+  startTestUpstream,
+  type TestUpstream,
+  type TestUpstreamOptions,
+  type UpstreamBehaviour,
+} from './test-upstream.js';
 export { waitFor } from './wait-for.js';

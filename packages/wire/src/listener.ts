@@ -10,8 +10,8 @@ export interface QueryContext {
 }
 
 /**
- * Answers one raw message; undefined means send nothing (a dropped packet). Over TCP an array
- * sends several messages in order (a zone transfer); over UDP only the first is sent.
+ * Answers one raw message; undefined means send nothing (a dropped packet). An array sends several
+ * messages in order (a zone transfer over TCP; test servers use it to forge a reply over UDP).
  */
 export type Reply = Buffer | readonly Buffer[] | undefined;
 export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
@@ -103,8 +103,8 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
   udp.on('message', (msg, rinfo) => {
     const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port };
     const send = (reply: Reply) => {
-      const first = Buffer.isBuffer(reply) ? reply : reply?.[0];
-      if (first) udp.send(first, rinfo.port, rinfo.address);
+      if (Buffer.isBuffer(reply)) udp.send(reply, rinfo.port, rinfo.address);
+      else for (const message of reply ?? []) udp.send(message, rinfo.port, rinfo.address);
     };
     try {
       const reply = handler(msg, context);

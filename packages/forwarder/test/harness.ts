@@ -1,0 +1,74 @@
+import { Resolver } from 'node:dns/promises';
+import { fileURLToPath } from 'node:url';
+import { createSilentLogger, type Logger, parseFlags } from '@cluster-dns/runtime';
+import { startTestUpstream, type TestUpstream, type TestUpstreamOptions } from '@cluster-dns/testkit';
+import { type DnsMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
+import { afterEach } from 'vitest';
+import { createForwarder, type Forwarder } from '../src/forwarder.js';
+import { forwarderFlags, toForwarderOptions } from '../src/options.js';
+
+export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+export async function upstream(options: TestUpstreamOptions = {}): Promise<TestUpstream> {
+  const u = await startTestUpstream(options);
+  cleanups.push(() => u.close());
+  return u;
+}
+
+export interface ForwarderUnderTest {
+  forwarder: Forwarder;
+  port: number;
+  resolver: Resolver;
+  clock: { advance(ms: number): void };
+  logs: Array<Record<string, unknown>>;
+  query(name: string, type: number, options?: QueryOptions): Promise<DnsMessage>;
+  stat(name: string): Promise<string[]>;
+}
+
+/** The forwarder in this process on a free loopback port, with a clock the test moves. */
+export async function startForwarder(args: string[]): Promise<ForwarderUnderTest> {
+  let nowMs = 1_700_000_000_000;
+  const logs: Array<Record<string, unknown>> = [];
+  const values = parseFlags(forwarderFlags, [
+    '--listen-address=127.0.0.1',
+    '--port=0',
+    '--lameduck=0s',
+    '--no-resolv',
+    ...args,
+  ]).values;
+  const log: Logger = {
+    ...createSilentLogger(),
+    level: 'info',
+    info: (msg, fields) => logs.push({ level: 'info', msg, ...fields }),
+    warn: (msg, fields) => logs.push({ level: 'warn', msg, ...fields }),
+    error: (msg, fields) => logs.push({ level: 'error', msg, ...fields }),
+    debug: () => {},
+    fatal: (msg, fields) => logs.push({ level: 'fatal', msg, ...fields }),
+    child: () => log,
+  };
+  const forwarder = createForwarder(toForwarderOptions(values), { log, now: () => nowMs });
+  const { port } = await forwarder.start();
+  cleanups.push(() => forwarder.shutdown());
+  const resolver = new Resolver({ timeout: 3000, tries: 1 });
+  resolver.setServers([`127.0.0.1:${port}`]);
+  const query = (name: string, type: number, options?: QueryOptions) =>
+    queryDns({ host: '127.0.0.1', port }, name, type, { timeoutMs: 6000, ...options });
+  return {
+    forwarder,
+    port,
+    resolver,
+    logs,
+    clock: {
+      advance: (ms) => {
+        nowMs += ms;
+      },
+    },
+    query,
+    stat: async (name) => (await query(`${name}.bind`, 16, { qclass: 3 })).answers.flatMap((a) => a.text ?? []),
+  };
+}
