@@ -34,11 +34,13 @@ export interface ForwarderUnderTest {
 export async function startForwarder(args: string[]): Promise<ForwarderUnderTest> {
   let nowMs = 1_700_000_000_000;
   const logs: Array<Record<string, unknown>> = [];
+  // Tests never read the machine's resolv.conf: its nameservers are not on loopback.
+  const resolv = args.some((a) => a.startsWith('--resolv-file')) ? [] : ['--no-resolv'];
   const values = parseFlags(forwarderFlags, [
     '--listen-address=127.0.0.1',
     '--port=0',
     '--lameduck=0s',
-    '--no-resolv',
+    ...resolv,
     ...args,
   ]).values;
   const log: Logger = {

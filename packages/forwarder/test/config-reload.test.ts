@@ -1,0 +1,80 @@
+import { mkdir, mkdtemp, rename, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { waitFor } from '@cluster-dns/testkit';
+import { QTYPE } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { startForwarder, upstream } from './harness.js';
+
+/** Writes config the way the kubelet updates a ConfigMap volume: a new ..data dir, swapped by symlink. */
+async function kubeletConfigDir() {
+  const root = await mkdtemp(join(tmpdir(), 'fw-cm-'));
+  let generation = 0;
+  const write = async (data: Record<string, string>) => {
+    generation++;
+    const dir = join(root, `..gen${generation}`);
+    await mkdir(dir);
+    for (const [k, v] of Object.entries(data)) await writeFile(join(dir, k), v);
+    await symlink(dir, join(root, '..data_tmp'));
+    await rename(join(root, '..data_tmp'), join(root, '..data'));
+    for (const k of Object.keys(data)) {
+      await symlink(join('..data', k), join(root, `${k}.tmp`)).catch(() => undefined);
+      await rename(join(root, `${k}.tmp`), join(root, k)).catch(() => undefined);
+    }
+  };
+  return { root, write };
+}
+
+describe('ConfigMap reload', () => {
+  it('applies a new valid config without restart, keeps the cache of unchanged routes, and keeps the last good config on a bad update', async () => {
+    const first = await upstream({ records: { 'db.acme.local.': [{ type: QTYPE.A, address: '10.1.1.1' }] } });
+    const second = await upstream({ records: { 'db.acme.local.': [{ type: QTYPE.A, address: '10.2.2.2' }] } });
+    const outside = await upstream({ records: { 'example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] } });
+    const cm = await kubeletConfigDir();
+    await cm.write({ stubDomains: JSON.stringify({ 'acme.local': [`127.0.0.1:${first.port}`] }) });
+    const f = await startForwarder([
+      `--config-dir=${cm.root}`,
+      '--config-poll-interval=100ms',
+      `--server=${outside.address}`,
+      '--cache-size=100',
+    ]);
+    expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.1.1.1']);
+    expect(await f.resolver.resolve4('example.org')).toEqual(['192.0.2.1']);
+
+    await cm.write({ stubDomains: JSON.stringify({ 'acme.local': [`127.0.0.1:${second.port}`] }) });
+    await waitFor(() => f.logs.filter((l) => l.msg === 'config applied').length === 2, { what: 'the new config' });
+    expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.2.2.2']);
+    expect(await f.resolver.resolve4('example.org')).toEqual(['192.0.2.1']);
+    expect(outside.queries).toHaveLength(1);
+    expect(f.logs.find((l) => l.msg === 'config applied' && l.cacheEntriesDropped === 1)).toBeDefined();
+
+    await cm.write({ stubDomains: '{"acme.local": ["not-an-ip"' });
+    await waitFor(() => f.logs.some((l) => l.msg === 'invalid config; keeping the last good one'), {
+      what: 'the rejection',
+    });
+    expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.2.2.2']);
+
+    await cm.write({
+      upstreamNameservers: JSON.stringify(['127.0.0.1:1', '127.0.0.1:2', '127.0.0.1:3', '127.0.0.1:4']),
+    });
+    await waitFor(() => f.logs.filter((l) => l.msg === 'invalid config; keeping the last good one').length === 2, {
+      what: 'the second rejection',
+    });
+    const rejection = f.logs.filter((l) => l.msg === 'invalid config; keeping the last good one')[1] as { err: Error };
+    expect(String(rejection.err.message)).toContain('at most 3');
+  });
+
+  it('re-reads --resolv-file when it changes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fw-resolv-'));
+    const file = join(dir, 'resolv.conf');
+    // resolv.conf has no ports and tests cannot bind port 53, so the new nameservers are checked
+    // in the route table the forwarder logs, not by sending them queries.
+    await writeFile(file, 'nameserver 127.0.0.1\n');
+    const f = await startForwarder([`--resolv-file=${file}`, '--config-poll-interval=100ms']);
+    f.logs.length = 0;
+    await writeFile(file, 'search example.org\nnameserver 127.0.0.9\nnameserver ::1\n');
+    await waitFor(() => f.logs.some((l) => l.msg === 'config applied'), { what: 'the resolv.conf change' });
+    const applied = f.logs.find((l) => l.msg === 'config applied') as { routes: Record<string, string[]> };
+    expect(applied.routes['.']).toEqual(['127.0.0.9#53', '[::1]#53']);
+  });
+});

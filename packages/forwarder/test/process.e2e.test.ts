@@ -1,0 +1,87 @@
+import { spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import { launchProcess, startTestUpstream } from '@cluster-dns/testkit';
+import { decodeMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import { afterEach, describe, expect, it } from 'vitest';
+import { forwarderFlags } from '../src/options.js';
+import { MAIN } from './harness.js';
+
+const run = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 10_000 });
+const stops: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const s of stops.splice(0)) await s();
+});
+
+const KUBE_DNS_ARGS = [
+  '-k',
+  '--cache-size=1000',
+  '--no-negcache',
+  '--dns-loop-detect',
+  '--log-facility=-',
+  '--server=/cluster.local/127.0.0.1#10053',
+  '--server=/in-addr.arpa/127.0.0.1#10053',
+  '--server=/ip6.arpa/127.0.0.1#10053',
+];
+
+describe('forwarder as a process', () => {
+  it('accepts kube-dns manifest arguments unmodified and lists every flag in --help', () => {
+    const out = run([...KUBE_DNS_ARGS, '--help']);
+    expect(out.status).toBe(0);
+    for (const name of Object.keys(forwarderFlags)) expect(out.stdout).toContain(`--${name}`);
+  });
+
+  it('has every flag and the CHAOS names in its README', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    for (const name of Object.keys(forwarderFlags)) expect(readme).toContain(`--${name}`);
+    for (const n of [
+      'cachesize.bind',
+      'insertions.bind',
+      'evictions.bind',
+      'misses.bind',
+      'hits.bind',
+      'auth.bind',
+      'servers.bind',
+    ]) {
+      expect(readme).toContain(n);
+    }
+  });
+
+  it.each([
+    [['--no-such-thing'], 'unknown flag: --no-such-thing'],
+    [['--server=/cluster.local/not-an-ip'], '--server'],
+    [['--cache-size=lots'], '--cache-size'],
+    [['--min-cache-ttl=60', '--max-cache-ttl=30'], '--min-cache-ttl'],
+    [['extra-positional'], 'unknown flag: extra-positional'],
+  ])('exits 2 on %j naming it', (args, message) => {
+    const out = run(args);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain(message);
+  });
+
+  it('serves, survives malformed packets, and exits 0 on SIGTERM', async () => {
+    const up = await startTestUpstream({ records: { 'example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] } });
+    stops.push(() => up.close());
+    const proc = await launchProcess({
+      script: MAIN,
+      args: ['-k', '--no-resolv', `--server=${up.address}`, '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s'],
+    });
+    stops.push(() => proc.stop('SIGKILL'));
+    const port = proc.ready.port as number;
+    const socket = dgram.createSocket('udp4');
+    const replies: Buffer[] = [];
+    socket.on('message', (m) => replies.push(m));
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+    for (let i = 0; i < 20; i++) {
+      socket.send(Buffer.from('beef0100000100000000000005abc', 'hex'), port, '127.0.0.1');
+      socket.send(Buffer.alloc(3), port, '127.0.0.1');
+    }
+    const reply = await queryDns({ host: '127.0.0.1', port }, 'example.org', QTYPE.A);
+    expect(reply.answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    await new Promise((r) => setTimeout(r, 100));
+    socket.close();
+    expect(replies.length).toBe(20);
+    expect(replies.every((m) => decodeMessage(m).flags.rcode === RCODE.FORMERR)).toBe(true);
+    expect(await proc.stop('SIGTERM')).toBe(0);
+  });
+});
