@@ -1,0 +1,76 @@
+import type { Logger } from '@cluster-dns/runtime';
+import { QCLASS, queryDns } from '@cluster-dns/wire';
+import type { SidecarMetrics } from './metrics.js';
+import type { ProbeSpec } from './probe-flag.js';
+
+/** The last result of a probe, as kube-dns's /healthcheck/<label> reports it. */
+export interface ProbeStatus {
+  isOk: boolean;
+  latencySeconds: number;
+  err: string;
+  /** When the last probe finished (ms since epoch); 0 before the first. */
+  checkedAtMs: number;
+}
+
+export interface ProbeDeps {
+  metrics: SidecarMetrics;
+  log: Logger;
+  random?: () => number;
+}
+
+/**
+ * One probe loop: after a random delay within one interval, send a real DNS query (UDP, class IN,
+ * RD) every interval with a timeout shorter than it. Success: no transport error and a non-empty
+ * answer section (kube-dns does not look at the rcode). Nothing a DNS server answers can throw out
+ * of here.
+ */
+export function startProbe(spec: ProbeSpec, deps: ProbeDeps) {
+  const status: ProbeStatus = { isOk: false, latencySeconds: 0, err: 'waiting for first probe', checkedAtMs: 0 };
+  const timeoutMs = Math.min(2000, Math.floor(spec.intervalMs * 0.8));
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let inFlight: Promise<void> = Promise.resolve();
+  let lastLoggedError = '';
+
+  const once = async () => {
+    const started = performance.now();
+    try {
+      const reply = await queryDns(spec.server, spec.name, spec.qtype, { qclass: QCLASS.IN, rd: true, timeoutMs });
+      if (reply.answers.length === 0) throw new Error(`no RRs for domain ${JSON.stringify(spec.name)}`);
+      const latencyMs = performance.now() - started;
+      Object.assign(status, { isOk: true, latencySeconds: latencyMs / 1000, err: '', checkedAtMs: Date.now() });
+      deps.metrics.probeSucceeded(spec.label, latencyMs);
+      if (lastLoggedError) deps.log.info('probe recovered', { probe: spec.label });
+      lastLoggedError = '';
+    } catch (error) {
+      const err = error instanceof Error ? error.message : String(error);
+      Object.assign(status, { isOk: false, latencySeconds: 0, err, checkedAtMs: Date.now() });
+      deps.metrics.probeFailed(spec.label);
+      if (err !== lastLoggedError)
+        deps.log.warn('probe failed', { probe: spec.label, server: spec.server, name: spec.name, reason: err });
+      lastLoggedError = err;
+    }
+  };
+
+  const schedule = (delayMs: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      const started = Date.now();
+      inFlight = once().finally(() => schedule(Math.max(0, spec.intervalMs - (Date.now() - started))));
+    }, delayMs);
+    timer.unref();
+  };
+  schedule(Math.floor((deps.random ?? Math.random)() * spec.intervalMs));
+
+  return {
+    spec,
+    status,
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}
+
+export type RunningProbe = ReturnType<typeof startProbe>;

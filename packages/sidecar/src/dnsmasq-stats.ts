@@ -1,0 +1,73 @@
+import type { Logger } from '@cluster-dns/runtime';
+import { QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
+import { DNSMASQ_STATS, type DnsmasqStat, type SidecarMetrics } from './metrics.js';
+
+/** Reads one `<name>.bind` CHAOS TXT value: exactly one TXT record with one integer string. */
+export async function readDnsmasqStat(
+  server: { host: string; port: number },
+  stat: DnsmasqStat,
+  timeoutMs: number,
+): Promise<number> {
+  const reply = await queryDns(server, `${stat}.bind.`, QTYPE.TXT, { qclass: QCLASS.CH, timeoutMs });
+  if (reply.answers.length !== 1) throw new Error(`${stat}.bind: ${reply.answers.length} records, expected 1`);
+  const [rr] = reply.answers;
+  if (rr?.type !== QTYPE.TXT || rr.text?.length !== 1)
+    throw new Error(`${stat}.bind: expected one TXT record with one string`);
+  const value = rr.text[0] as string;
+  if (!/^-?\d+$/.test(value)) throw new Error(`${stat}.bind: ${JSON.stringify(value)} is not an integer`);
+  return Number(value);
+}
+
+/**
+ * Polls the forwarder's CHAOS statistics into kube-dns's counters. A round in which any query
+ * fails changes nothing but the error counter. Only growth is added, so the counters stay
+ * monotonic across a forwarder restart: after a reset, growth counts from the new lower value.
+ */
+export function startDnsmasqPoller(options: {
+  server: { host: string; port: number };
+  intervalMs: number;
+  metrics: SidecarMetrics;
+  log: Logger;
+}) {
+  const previous = new Map<DnsmasqStat, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let failing = false;
+  let inFlight: Promise<void> = Promise.resolve();
+  const timeoutMs = Math.min(2000, options.intervalMs);
+
+  const round = async () => {
+    const values = new Map<DnsmasqStat, number>();
+    try {
+      for (const stat of DNSMASQ_STATS) values.set(stat, await readDnsmasqStat(options.server, stat, timeoutMs));
+    } catch (error) {
+      options.metrics.dnsmasqError();
+      if (!failing) options.log.warn('forwarder statistics poll failed', { server: options.server, err: error });
+      failing = true;
+      return;
+    }
+    if (failing) options.log.info('forwarder statistics poll recovered', { server: options.server });
+    failing = false;
+    for (const [stat, value] of values) {
+      const before = previous.get(stat) ?? 0;
+      if (value > before) options.metrics.dnsmasqGrowth(stat, value - before);
+      previous.set(stat, Math.max(value, 0));
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      inFlight = round().finally(schedule);
+    }, options.intervalMs);
+    timer.unref();
+  };
+  schedule();
+  return {
+    pollNow: () => round(),
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { Counter, collectDefaultMetrics, Histogram, type Registry } from 'prom-client';
+import type { ProbeSpec } from './probe-flag.js';
+
+/** kube-dns's probe buckets: 0.25 ms × 2^k for k = 0…15 (0.25 ms to 8192 ms). */
+export const PROBE_BUCKETS_MS = Array.from({ length: 16 }, (_, k) => 0.25 * 2 ** k);
+
+export const DNSMASQ_STATS = ['hits', 'misses', 'evictions', 'insertions', 'cachesize'] as const;
+export type DnsmasqStat = (typeof DNSMASQ_STATS)[number];
+
+/** Every metric of the sidecar, with kube-dns's names under `namespace`, on the given registry. */
+export function createSidecarMetrics(registry: Registry, namespace: string, probes: readonly ProbeSpec[]) {
+  collectDefaultMetrics({ register: registry });
+  const dnsmasqName: Record<DnsmasqStat, string> = {
+    hits: 'hits',
+    misses: 'misses',
+    evictions: 'evictions',
+    insertions: 'insertions',
+    cachesize: 'max_size',
+  };
+  const dnsmasq = Object.fromEntries(
+    DNSMASQ_STATS.map((stat) => [
+      stat,
+      new Counter({
+        name: `${namespace}_dnsmasq_${dnsmasqName[stat]}`,
+        help: `dnsmasq ${stat}.bind, as a counter that stays monotonic across forwarder restarts.`,
+        registers: [registry],
+      }),
+    ]),
+  ) as Record<DnsmasqStat, Counter>;
+  const dnsmasqErrors = new Counter({
+    name: `${namespace}_dnsmasq_errors`,
+    help: 'Failed polls of the forwarder statistics (a round with any failed query).',
+    registers: [registry],
+  });
+  const probeLatency = new Map<string, Histogram>();
+  const probeErrors = new Map<string, Counter>();
+  for (const p of probes) {
+    probeLatency.set(
+      p.label,
+      new Histogram({
+        name: `${namespace}_probe_${p.label}_latency_ms`,
+        help: `Latency of successful DNS probes of ${p.label}, in milliseconds.`,
+        buckets: PROBE_BUCKETS_MS,
+        registers: [registry],
+      }),
+    );
+    probeErrors.set(
+      p.label,
+      new Counter({
+        name: `${namespace}_probe_${p.label}_errors`,
+        help: `Failed DNS probes of ${p.label}.`,
+        registers: [registry],
+      }),
+    );
+  }
+  return {
+    dnsmasqGrowth(stat: DnsmasqStat, delta: number): void {
+      dnsmasq[stat].inc(delta);
+    },
+    dnsmasqError(): void {
+      dnsmasqErrors.inc();
+    },
+    probeSucceeded(label: string, latencyMs: number): void {
+      probeLatency.get(label)?.observe(latencyMs);
+    },
+    probeFailed(label: string): void {
+      probeErrors.get(label)?.inc();
+    },
+  };
+}
+
+export type SidecarMetrics = ReturnType<typeof createSidecarMetrics>;

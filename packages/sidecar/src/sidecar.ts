@@ -1,0 +1,63 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CloseStack, type Logger } from '@cluster-dns/runtime';
+import { Registry } from 'prom-client';
+import { type RunningProbe, startProbe } from './dns-probe.js';
+import { startDnsmasqPoller } from './dnsmasq-stats.js';
+import { createHttpApp } from './http-app.js';
+import { createSidecarMetrics } from './metrics.js';
+import type { SidecarOptions } from './options.js';
+
+export interface Sidecar {
+  start(): Promise<{ port: number }>;
+  shutdown(): Promise<void>;
+  readonly probes: readonly RunningProbe[];
+}
+
+/** The sidecar container: probes, the forwarder statistics poll, and the HTTP endpoints. */
+export function createSidecar(options: SidecarOptions, deps: { log: Logger; random?: () => number }): Sidecar {
+  const registry = new Registry();
+  const metrics = createSidecarMetrics(registry, options.namespace, options.probes);
+  const closers = new CloseStack();
+  const probes: RunningProbe[] = [];
+  return {
+    probes,
+    async start() {
+      for (const spec of options.probes) {
+        const probe = startProbe(spec, { metrics, log: deps.log, random: deps.random });
+        probes.push(probe);
+        closers.push(`probe ${spec.label}`, () => probe.stop());
+      }
+      const poller = startDnsmasqPoller({
+        server: options.dnsmasq,
+        intervalMs: options.pollIntervalMs,
+        metrics,
+        log: deps.log,
+      });
+      closers.push('dnsmasq poll', () => poller.stop());
+      const app = createHttpApp({ probes, registry, metricsPath: options.metricsPath });
+      const server: Server = await new Promise((resolve, reject) => {
+        const s = app.listen(options.httpPort, options.httpHost, () => resolve(s));
+        s.once('error', (error: NodeJS.ErrnoException) =>
+          reject(
+            new Error(`cannot listen on ${options.httpHost}:${options.httpPort}/http: ${error.code ?? error.message}`, {
+              cause: error,
+            }),
+          ),
+        );
+      });
+      closers.push(
+        'http',
+        () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          }),
+      );
+      const port = (server.address() as AddressInfo).port;
+      deps.log.info('ready', { port, probes: options.probes.map((p) => p.label), metricsPath: options.metricsPath });
+      return { port };
+    },
+    shutdown: () => closers.close(deps.log),
+  };
+}
