@@ -8,7 +8,7 @@ import { ClusterState } from './cluster-state.js';
 import { createRecordBuilderMetrics } from './metrics.js';
 import type { RecordBuilderOptions } from './options.js';
 import { createResponder } from './responder.js';
-import { createWatchers, type ResourceName } from './watchers.js';
+import { createWatchers, type ResourceName, watchedResources } from './watchers.js';
 
 export interface RecordBuilderDeps {
   log: Logger;
@@ -61,8 +61,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     },
   });
 
-  const resources: ResourceName[] = ['services', options.endpointsApi === 'endpoints' ? 'endpoints' : 'endpointslices'];
-  if (options.pods === 'verified') resources.push('pods');
+  const resources: ResourceName[] = watchedResources(options);
   const watchers = createWatchers({
     kubeConfig: deps.kubeConfig,
     state,

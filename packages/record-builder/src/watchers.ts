@@ -15,6 +15,16 @@ import { toEndpointGroup, toEndpointGroupFromEndpoints, toPodInfo, toServiceInfo
 
 export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods';
 
+/** What the informers watch for these options: the RBAC rules must cover exactly this. */
+export function watchedResources(options: {
+  endpointsApi: 'endpointslices' | 'endpoints';
+  pods: string;
+}): ResourceName[] {
+  const resources: ResourceName[] = ['services', options.endpointsApi === 'endpoints' ? 'endpoints' : 'endpointslices'];
+  if (options.pods === 'verified') resources.push('pods');
+  return resources;
+}
+
 export interface WatchHooks {
   onSynced(resource: ResourceName): void;
   onError(resource: ResourceName, error: unknown): void;

@@ -18,13 +18,18 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const flags = {
   kubeconfig: flag.string('run against this cluster instead of the embedded demo cluster', ''),
   manifests: flag.string('folder of YAML manifests for the demo cluster', join(repoRoot, 'manifests/demo')),
-  'dns-port': flag.int('public DNS port of the forwarder', 1053, { min: 1, max: 65535 }),
-  'record-builder-port': flag.int('DNS port of the record-builder', 10053, { min: 1, max: 65535 }),
-  'healthz-port': flag.int('record-builder readiness port', 8081, { min: 1, max: 65535 }),
-  'metrics-port': flag.int('record-builder metrics port', 10055, { min: 1, max: 65535 }),
-  'sidecar-port': flag.int('sidecar HTTP port', 10054, { min: 1, max: 65535 }),
+  'dns-port': flag.int('public DNS port of the forwarder; 0 picks a free one', 1053, { min: 0, max: 65535 }),
+  'record-builder-port': flag.int('DNS port of the record-builder; 0 picks a free one', 10053, { min: 0, max: 65535 }),
+  'healthz-port': flag.int('record-builder readiness port; 0 picks a free one', 8081, { min: 0, max: 65535 }),
+  'metrics-port': flag.int('record-builder metrics port; 0 picks a free one', 10055, { min: 0, max: 65535 }),
+  'sidecar-port': flag.int('sidecar HTTP port; 0 picks a free one', 10054, { min: 0, max: 65535 }),
   domain: flag.string('cluster domain', 'cluster.local'),
-  upstream: flag.string('upstream nameserver for names outside the cluster (default: /etc/resolv.conf)', ''),
+  upstream: flag.string('upstream nameserver ip[#port] for names outside the cluster (default: /etc/resolv.conf)', ''),
+  'probe-interval': flag.int('sidecar probe interval in seconds', 5, { min: 1 }),
+  'poll-interval-ms': flag.int('sidecar poll interval of the forwarder statistics, in milliseconds', 5000, {
+    min: 100,
+  }),
+  lameduck: flag.string('lameduck period of the record-builder and forwarder (Go duration)', '1s'),
 };
 
 function prefixed(name: string) {
@@ -39,6 +44,10 @@ await runMain(
     shutdownDeadlineMs: 20_000,
     start: async (values, { log }) => {
       const children: Array<{ name: string; process: LaunchedProcess }> = [];
+      // Children run in their own process groups: if this launcher dies, take them along.
+      process.on('exit', () => {
+        for (const c of children) c.process.child.kill('SIGKILL');
+      });
       let kubeconfig = values.kubeconfig;
       let api: Awaited<ReturnType<typeof startApiServer>> | undefined;
       if (!kubeconfig) {
@@ -48,87 +57,100 @@ await runMain(
         log.info('demo cluster serving', { url: api.url, kubeconfig, manifests: values.manifests });
       }
       const domain = values.domain;
-      const specs = [
-        {
-          name: 'record-builder',
-          args: [
-            `--kubecfg-file=${kubeconfig}`,
-            `--domain=${domain}`,
-            '--dns-bind-address=127.0.0.1',
-            `--dns-port=${values['record-builder-port']}`,
-            `--healthz-port=${values['healthz-port']}`,
-            `--metrics-port=${values['metrics-port']}`,
-          ],
-        },
-        {
-          name: 'forwarder',
-          args: [
-            '-k',
-            '--cache-size=1000',
-            '--log-facility=-',
-            '--listen-address=127.0.0.1',
-            `--port=${values['dns-port']}`,
-            `--server=/${domain}/127.0.0.1#${values['record-builder-port']}`,
-            `--server=/in-addr.arpa/127.0.0.1#${values['record-builder-port']}`,
-            `--server=/ip6.arpa/127.0.0.1#${values['record-builder-port']}`,
-            ...(values.upstream ? ['--no-resolv', `--server=${values.upstream}`] : []),
-          ],
-        },
-        {
-          name: 'sidecar',
-          args: [
-            '--v=2',
-            `--probe=kubedns,127.0.0.1:${values['record-builder-port']},kubernetes.default.svc.${domain},5,SRV`,
-            `--probe=dnsmasq,127.0.0.1:${values['dns-port']},kubernetes.default.svc.${domain},5,SRV`,
-            `--dnsmasq-port=${values['dns-port']}`,
-            '--prometheus-addr=127.0.0.1',
-            `--prometheus-port=${values['sidecar-port']}`,
-          ],
-        },
-      ];
-      for (const spec of specs) {
-        const script = join(repoRoot, 'packages', spec.name, 'dist/main.js');
-        if (!existsSync(script)) {
-          log.warn('not built yet, skipped', { process: spec.name, script });
-          continue;
-        }
+      const launch = async (name: string, args: string[]) => {
+        const script = join(repoRoot, 'packages', name, 'dist/main.js');
+        if (!existsSync(script)) throw new Error(`${script} is missing: run the build first (pnpm build)`);
         const child = await launchProcess({
           script,
-          args: spec.args,
-          onLine: prefixed(spec.name),
+          args,
+          onLine: prefixed(name),
           readyTimeoutMs: 90_000,
+          ownProcessGroup: true,
         });
-        children.push({ name: spec.name, process: child });
-      }
-      const port = children.some((c) => c.name === 'forwarder') ? values['dns-port'] : values['record-builder-port'];
-      const z = domain;
-      process.stdout.write(
-        [
-          '',
-          `cluster-dns is up. DNS on 127.0.0.1:${port}; try:`,
-          `  dig @127.0.0.1 -p ${port} kubernetes.default.svc.${z}`,
-          `  dig @127.0.0.1 -p ${port} SRV _https._tcp.frontend.shop.svc.${z}`,
-          `  dig @127.0.0.1 -p ${port} postgres.data.svc.${z}          # headless`,
-          `  dig @127.0.0.1 -p ${port} -x 10.96.10.10                     # PTR`,
-          `  dig @127.0.0.1 -p ${port} payments.shop.svc.${z}          # ExternalName`,
-          `  dig @127.0.0.1 -p ${port} AAAA api.shop.svc.${z}          # dual-stack`,
-          `  dig @127.0.0.1 -p ${port} example.org                       # forwarded upstream`,
-          `  curl -s 127.0.0.1:${values['sidecar-port']}/healthcheck/kubedns ; curl -s 127.0.0.1:${values['sidecar-port']}/metrics`,
-          "  (no dig? node -e \"require('dns').promises.setServers(['127.0.0.1:" + port + '\']);..." works too)',
-          'Ctrl-C stops everything.',
-          '',
-        ].join('\n'),
-      );
-      log.info('ready', { dnsPort: port, processes: children.map((c) => c.name) });
-      return {
-        shutdown: async () => {
-          for (const child of children.reverse()) {
-            const code = await child.process.stop('SIGTERM', 15_000);
-            log.info('stopped', { process: child.name, exitCode: code });
-          }
-          await api?.close();
-        },
+        children.push({ name, process: child });
+        return child.ready as Record<string, unknown>;
       };
+      const stopAll = async () => {
+        for (const child of children.reverse()) {
+          const code = await child.process.stop('SIGTERM', 15_000);
+          log.info('stopped', { process: child.name, exitCode: code });
+        }
+        await api?.close();
+      };
+      try {
+        return await startStack();
+      } catch (error) {
+        await stopAll();
+        throw error;
+      }
+
+      async function startStack() {
+        const rb = await launch('record-builder', [
+          `--kubecfg-file=${kubeconfig}`,
+          `--domain=${domain}`,
+          '--dns-bind-address=127.0.0.1',
+          '--healthz-bind-address=127.0.0.1',
+          `--dns-port=${values['record-builder-port']}`,
+          `--healthz-port=${values['healthz-port']}`,
+          `--metrics-port=${values['metrics-port']}`,
+          `--lameduck=${values.lameduck}`,
+        ]);
+        const rbPort = rb.dnsPort as number;
+        const fw = await launch('forwarder', [
+          '-k',
+          '--cache-size=1000',
+          '--log-facility=-',
+          '--listen-address=127.0.0.1',
+          `--port=${values['dns-port']}`,
+          `--server=/${domain}/127.0.0.1#${rbPort}`,
+          `--server=/in-addr.arpa/127.0.0.1#${rbPort}`,
+          `--server=/ip6.arpa/127.0.0.1#${rbPort}`,
+          `--lameduck=${values.lameduck}`,
+          ...(values.upstream ? ['--no-resolv', `--server=${values.upstream}`] : []),
+        ]);
+        const port = fw.port as number;
+        const sc = await launch('sidecar', [
+          '--v=2',
+          `--probe=kubedns,127.0.0.1:${rbPort},kubernetes.default.svc.${domain},${values['probe-interval']},SRV`,
+          `--probe=dnsmasq,127.0.0.1:${port},kubernetes.default.svc.${domain},${values['probe-interval']},SRV`,
+          `--dnsmasq-port=${port}`,
+          `--dnsmasq-poll-interval-ms=${values['poll-interval-ms']}`,
+          '--prometheus-addr=127.0.0.1',
+          `--prometheus-port=${values['sidecar-port']}`,
+        ]);
+        const sidecarPort = sc.port as number;
+        const z = domain.replace(/\.$/, '');
+        process.stdout.write(
+          [
+            '',
+            `cluster-dns is up. DNS on 127.0.0.1:${port} (forwarder); record-builder on 127.0.0.1:${rbPort}. Try:`,
+            `  dig @127.0.0.1 -p ${port} kubernetes.default.svc.${z}`,
+            `  dig @127.0.0.1 -p ${port} SRV _https._tcp.frontend.shop.svc.${z}`,
+            `  dig @127.0.0.1 -p ${port} postgres.data.svc.${z}        # headless`,
+            `  dig @127.0.0.1 -p ${port} -x 10.96.10.10                  # PTR`,
+            `  dig @127.0.0.1 -p ${port} payments.shop.svc.${z}        # ExternalName`,
+            `  dig @127.0.0.1 -p ${port} AAAA api.shop.svc.${z}        # dual-stack`,
+            `  dig @127.0.0.1 -p ${port} example.org                     # forwarded upstream`,
+            `  dig @127.0.0.1 -p ${port} +short chaos txt hits.bind      # cache statistics`,
+            `  curl -s 127.0.0.1:${sidecarPort}/healthcheck/kubedns; curl -s 127.0.0.1:${sidecarPort}/metrics | grep kubedns_`,
+            `  curl -s 127.0.0.1:${rb.healthzPort}/readiness; curl -s 127.0.0.1:${rb.healthzPort}/cache`,
+            `No dig? node -e "const r=new (require('dns').promises.Resolver)();r.setServers(['127.0.0.1:${port}']);r.resolve4('kubernetes.default.svc.${z}').then(console.log)"`,
+            ...(api ? [`Change the demo cluster through its API: ${api.url} (kubeconfig ${kubeconfig})`] : []),
+            'Ctrl-C stops everything.',
+            '',
+          ].join('\n'),
+        );
+        log.info('ready', {
+          dnsPort: port,
+          recordBuilderPort: rbPort,
+          healthzPort: rb.healthzPort,
+          metricsPort: rb.metricsPort,
+          sidecarPort,
+          apiUrl: api?.url,
+          kubeconfig,
+        });
+        return { shutdown: stopAll };
+      }
     },
   },
   nodeProcessHooks(),

@@ -17,6 +17,11 @@ export interface LaunchOptions {
   readyTimeoutMs?: number;
   /** Called with each stdout/stderr line, for the demo's prefixed output. */
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /**
+   * Run in its own process group, so a terminal's Ctrl-C reaches only the launcher, which then
+   * stops the child once, with SIGTERM.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface LaunchedProcess {
@@ -37,6 +42,7 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
   const child = spawn(process.execPath, [options.script, ...(options.args ?? [])], {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
   });
   const logs: LogLine[] = [];
   const stderr: string[] = [];

@@ -1,0 +1,157 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { forwarderFlags } from '@cluster-dns/forwarder';
+import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
+import { parseFlags } from '@cluster-dns/runtime';
+import { sidecarFlags } from '@cluster-dns/sidecar';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Service } from 'kubernetes-models/v1/Service';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
+
+function load(dir: string): Obj[] {
+  return readdirSync(`${root}/${dir}`)
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+    .flatMap((f) => loadAllYaml(readFileSync(`${root}/${dir}/${f}`, 'utf8')) as Obj[]);
+}
+const base = load('manifests');
+const extras = load('manifests/extras');
+const find = (kind: string) => base.find((o) => o.kind === kind) as Obj;
+type Container = {
+  name: string;
+  args: string[];
+  ports: Array<{ containerPort: number; protocol: string; name: string }>;
+  [k: string]: unknown;
+};
+const deployment = find('Deployment') as Obj & {
+  spec: { template: { spec: { containers: Container[] } & Record<string, unknown> } };
+};
+const container = (name: string) =>
+  deployment.spec.template.spec.containers.find((c) => c.name === name) as Container & Record<string, any>;
+
+const MODELS: Record<string, new (data: unknown) => { validate(): void }> = {
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/Service': Service,
+  'v1/ConfigMap': ConfigMap,
+  'apps/v1/Deployment': Deployment,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+};
+
+describe('manifests', () => {
+  it.each([...base, ...extras].map((o) => [`${o.kind}/${o.metadata.name}`, o] as const))(
+    '%s is valid against the Kubernetes schema',
+    (_n, o) => {
+      const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+      expect(Model, `a schema for ${o.apiVersion}/${o.kind}`).toBeDefined();
+      expect(() => new (Model as NonNullable<typeof Model>)(o).validate()).not.toThrow();
+    },
+  );
+
+  it('lists every base manifest in kustomization.yaml', () => {
+    const kustomization = loadAllYaml(readFileSync(`${root}/manifests/kustomization.yaml`, 'utf8'))[0] as {
+      resources: string[];
+    };
+    const files = readdirSync(`${root}/manifests`).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
+  });
+
+  it.each([
+    ['kubedns', 'record-builder'],
+    ['dnsmasq', 'forwarder'],
+    ['sidecar', 'sidecar'],
+  ])('the %s container args are accepted by the %s binary', (name, pkg) => {
+    const out = spawnSync(
+      process.execPath,
+      [`${root}/packages/${pkg}/dist/main.js`, ...container(name).args, '--help'],
+      { encoding: 'utf8' },
+    );
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+  });
+
+  it('points every port and probe at what the binaries listen on', () => {
+    const rb = parseFlags(recordBuilderFlags, container('kubedns').args).values;
+    const fw = parseFlags(forwarderFlags, container('dnsmasq').args).values;
+    const sc = parseFlags(sidecarFlags, container('sidecar').args).values;
+    const ports = (c: string) =>
+      container(c).ports.map((p: { containerPort: number; protocol: string }) => `${p.containerPort}/${p.protocol}`);
+    expect(ports('kubedns')).toEqual([`${rb['dns-port']}/UDP`, `${rb['dns-port']}/TCP`, `${rb['metrics-port']}/TCP`]);
+    expect(ports('dnsmasq')).toEqual([`${fw.port}/UDP`, `${fw.port}/TCP`]);
+    expect(ports('sidecar')).toEqual([`${sc['prometheus-port']}/TCP`]);
+    expect(container('kubedns').readinessProbe.httpGet).toMatchObject({ path: '/readiness', port: rb['healthz-port'] });
+    const labels = sc.probe.map((p) => p.label);
+    for (const [c, label] of [
+      ['kubedns', 'kubedns'],
+      ['dnsmasq', 'dnsmasq'],
+    ]) {
+      expect(container(c as string).livenessProbe.httpGet).toEqual({
+        path: `/healthcheck/${label}`,
+        port: sc['prometheus-port'],
+        scheme: 'HTTP',
+      });
+      expect(labels).toContain(label);
+    }
+    expect(container('sidecar').livenessProbe.httpGet).toMatchObject({
+      path: sc['prometheus-path'],
+      port: sc['prometheus-port'],
+    });
+    // The sidecar probes, and the forwarder forwards, to the ports the others listen on.
+    expect(sc.probe.map((p) => p.server.port).sort()).toEqual([fw.port, rb['dns-port']].sort());
+    expect(fw.server.filter((r) => r.domains.length).every((r) => r.servers[0]?.port === rb['dns-port'])).toBe(true);
+    const zone = toRecordBuilderOptions(rb).zone;
+    expect(fw.server.some((r) => r.domains.includes(zone))).toBe(true);
+    const service = find('Service') as Obj & {
+      spec: { ports: Array<{ port: number; protocol: string; targetPort: number }> };
+    };
+    expect(service.spec.ports.slice(0, 2).map((p) => `${p.targetPort}/${p.protocol}`)).toEqual([
+      `${fw.port}/UDP`,
+      `${fw.port}/TCP`,
+    ]);
+  });
+
+  it('grants list and watch on exactly what the record-builder watches, plus what its optional flags need', () => {
+    const role = find('ClusterRole') as Obj & {
+      rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+    };
+    const granted = role.rules.flatMap((r) => r.resources);
+    for (const r of role.rules) expect(r.verbs.sort()).toEqual(['list', 'watch']);
+    const rb = toRecordBuilderOptions(parseFlags(recordBuilderFlags, container('kubedns').args).values);
+    const byDefault = watchedResources(rb);
+    const optional = [...watchedResources({ endpointsApi: 'endpoints', pods: 'verified' }), ...byDefault];
+    for (const r of byDefault) expect(granted).toContain(r);
+    expect([...new Set(granted)].sort()).toEqual([...new Set(optional)].sort());
+    const binding = find('ClusterRoleBinding') as Obj & { subjects: Array<{ name: string; namespace: string }> };
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'kube-dns', namespace: 'kube-system' }]);
+  });
+
+  it('runs every container non-root with a read-only root and no capabilities but NET_BIND_SERVICE on the forwarder', () => {
+    const pod = deployment.spec.template.spec as Record<string, any>;
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1001 });
+    expect(pod.priorityClassName).toBe('system-cluster-critical');
+    expect(pod.dnsPolicy).toBe('Default');
+    expect(pod.tolerations).toContainEqual({ key: 'CriticalAddonsOnly', operator: 'Exists' });
+    for (const c of pod.containers) {
+      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+      expect(c.securityContext.capabilities.drop).toEqual(['ALL']);
+      expect(c.securityContext.capabilities.add ?? []).toEqual(c.name === 'dnsmasq' ? ['NET_BIND_SERVICE'] : []);
+      expect(c.resources.requests.memory).toBeDefined();
+      expect(c.resources.limits.memory).toBeDefined();
+    }
+    expect((deployment.spec as Record<string, any>).strategy.rollingUpdate.maxUnavailable).toBe(0);
+    const rbLameduckMs = parseFlags(recordBuilderFlags, container('kubedns').args).values.lameduck;
+    expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(rbLameduckMs + 10_000);
+  });
+});
