@@ -120,7 +120,8 @@ describe('the three-process stack, through its public ports only', () => {
       },
     });
     await waitFor(
-      async () => (await resolver.resolve4('fresh.shop.svc.cluster.local').catch(() => [])).includes('10.96.10.99'),
+      async () =>
+        (await resolver.resolve4('fresh.shop.svc.cluster.local').catch((): string[] => [])).includes('10.96.10.99'),
       {
         what: 'the new service',
       },
@@ -140,7 +141,9 @@ describe('the three-process stack, through its public ports only', () => {
     // Not cached yet through the forwarder under this name: seen at once.
     await waitFor(
       async () =>
-        (await resolver.resolve4('postgres-2.postgres.data.svc.cluster.local').catch(() => [])).includes('10.244.3.33'),
+        (await resolver.resolve4('postgres-2.postgres.data.svc.cluster.local').catch((): string[] => [])).includes(
+          '10.244.3.33',
+        ),
       {
         what: 'the endpoint turning ready',
       },
