@@ -59,18 +59,10 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
     hooks.exit(1);
   });
 
-  let service: RunningService;
-  try {
-    service = await spec.start(parsed.values, { log, given: parsed.given });
-  } catch (error) {
-    const flagProblem = error instanceof FlagError;
-    log.fatal(flagProblem ? 'invalid configuration' : 'start failed', { err: error });
-    if (error instanceof ClusterDnsError && error.hint) log.info('hint', { hint: error.hint });
-    hooks.stderr(`${spec.program}: ${error instanceof Error ? error.message : String(error)}\n`);
-    hooks.exit(flagProblem ? 2 : 1);
-    return;
-  }
-
+  // Signals are taken from the start: one that arrives while starting is acted on once started,
+  // so a SIGTERM right after the ready line still drains instead of killing the process.
+  let service: RunningService | undefined;
+  let pendingSignal: string | undefined;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -78,14 +70,23 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
       hooks.exit(1);
       return;
     }
+    if (!service) {
+      if (pendingSignal) {
+        log.warn('second signal while starting, exiting now', { signal });
+        hooks.exit(1);
+      }
+      pendingSignal = signal;
+      return;
+    }
     stopping = true;
+    const running = service;
     log.info('shutting down', { signal });
     const deadline = setTimeout(() => {
       log.error('shutdown deadline passed, exiting', { deadlineMs: spec.shutdownDeadlineMs });
       hooks.exit(1);
     }, spec.shutdownDeadlineMs ?? 30_000);
     deadline.unref();
-    service.shutdown().then(
+    running.shutdown().then(
       () => {
         clearTimeout(deadline);
         log.info('stopped');
@@ -99,6 +100,18 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
   };
   hooks.onSignal('SIGTERM', () => stop('SIGTERM'));
   hooks.onSignal('SIGINT', () => stop('SIGINT'));
+
+  try {
+    service = await spec.start(parsed.values, { log, given: parsed.given });
+  } catch (error) {
+    const flagProblem = error instanceof FlagError;
+    log.fatal(flagProblem ? 'invalid configuration' : 'start failed', { err: error });
+    if (error instanceof ClusterDnsError && error.hint) log.info('hint', { hint: error.hint });
+    hooks.stderr(`${spec.program}: ${error instanceof Error ? error.message : String(error)}\n`);
+    hooks.exit(flagProblem ? 2 : 1);
+    return;
+  }
+  if (pendingSignal) stop(pendingSignal);
 }
 
 /** The real process behind ProcessHooks; only main.ts files call this. */

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { FlagError } from './errors.js';
+import { flag } from './flags.js';
+import { type ProcessHooks, runMain } from './lifecycle.js';
+
+function fakeHooks(argv: string[]) {
+  const handlers = new Map<string, () => void>();
+  const out = { exits: [] as number[], stdout: '', stderr: '' };
+  const hooks: ProcessHooks = {
+    argv,
+    exit: (code) => out.exits.push(code),
+    onSignal: (signal, handler) => handlers.set(signal, handler),
+    onFatal: () => {},
+    stdout: (t) => {
+      out.stdout += t;
+    },
+    stderr: (t) => {
+      out.stderr += t;
+    },
+  };
+  return { hooks, out, signal: (s: string) => handlers.get(s)?.() };
+}
+
+const flags = { port: flag.int('port', 53, { min: 0, max: 65535 }) };
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe('runMain', () => {
+  it('exits 2 with one line naming a bad flag', async () => {
+    const f = fakeHooks(['--port=x']);
+    await runMain({ program: 'p', summary: '', flags, start: async () => ({ shutdown: async () => {} }) }, f.hooks);
+    expect(f.out.exits).toEqual([2]);
+    expect(f.out.stderr).toBe(
+      'p: invalid value "x" for --port: expected an integer from 0 to 65535 (see --help for --port)\n',
+    );
+  });
+
+  it('exits 2 when start rejects the configuration, 1 when start fails otherwise', async () => {
+    const bad = fakeHooks([]);
+    await runMain(
+      { program: 'p', summary: '', flags, start: async () => Promise.reject(new FlagError('--x', 'y', 'z')) },
+      bad.hooks,
+    );
+    expect(bad.out.exits).toEqual([2]);
+    const broken = fakeHooks([]);
+    await runMain(
+      { program: 'p', summary: '', flags, start: async () => Promise.reject(new Error('EADDRINUSE')) },
+      broken.hooks,
+    );
+    expect(broken.out.exits).toEqual([1]);
+    expect(broken.out.stderr).toContain('EADDRINUSE');
+  });
+
+  it('drains on SIGTERM and exits 0; a second signal exits 1', async () => {
+    const f = fakeHooks([]);
+    let release = () => {};
+    const drained = new Promise<void>((r) => {
+      release = r;
+    });
+    await runMain({ program: 'p', summary: '', flags, start: async () => ({ shutdown: () => drained }) }, f.hooks);
+    f.signal('SIGTERM');
+    await tick();
+    expect(f.out.exits).toEqual([]);
+    f.signal('SIGINT');
+    expect(f.out.exits).toEqual([1]);
+    release();
+    await tick();
+    expect(f.out.exits).toEqual([1, 0]);
+  });
+
+  it('acts on a SIGTERM that arrives while starting, once started', async () => {
+    const f = fakeHooks([]);
+    let shutdowns = 0;
+    let finishStart = () => {};
+    const started = new Promise<void>((r) => {
+      finishStart = r;
+    });
+    const running = runMain(
+      {
+        program: 'p',
+        summary: '',
+        flags,
+        start: async () => {
+          await started;
+          return { shutdown: async () => void shutdowns++ };
+        },
+      },
+      f.hooks,
+    );
+    await tick();
+    f.signal('SIGTERM');
+    expect(f.out.exits).toEqual([]);
+    finishStart();
+    await running;
+    await tick();
+    expect(shutdowns).toBe(1);
+    expect(f.out.exits).toEqual([0]);
+  });
+});
