@@ -108,6 +108,13 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
           contentType: 'application/json',
         }),
         '/metrics': metricsBody,
+        // Only when started with node --expose-gc (the benchmark does): memory after a full GC.
+        '/debug/gc': () => {
+          const gc = (globalThis as { gc?: () => void }).gc;
+          if (!gc) return { status: 404, body: 'start node with --expose-gc to enable\n' };
+          gc();
+          return { status: 200, body: JSON.stringify(process.memoryUsage()), contentType: 'application/json' };
+        },
       });
       closers.push('healthz', () => healthz.close());
       const metricsHttp = await listenHttp(options.healthzHost, options.metricsPort, { '/metrics': metricsBody });

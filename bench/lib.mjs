@@ -1,0 +1,150 @@
+// Plumbing for bench/run.mjs: start servers pinned to a core, measure their CPU and memory, and
+// drive them with dnsperf or bench/loadgen.mjs. Everything targets 127.0.0.1 and stops by itself.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launchProcess } from '@cluster-dns/testkit';
+import { QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const SERVER_CORE = 0;
+export const LOAD_CORE = 1;
+
+const has = (cmd, args = ['--version']) => spawnSync(cmd, args, { stdio: 'ignore' }).error === undefined;
+export const tools = {
+  taskset: has('taskset', ['-V']),
+  dnsperf: has('dnsperf', ['-h']),
+  dnsmasq: has('dnsmasq', ['--version']),
+  nsd: has('nsd', ['-v']),
+};
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+
+/** The command prefix that pins a process to one core, when taskset exists. */
+export function pinned(core, command, args) {
+  return tools.taskset ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
+}
+
+export function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+export function rssMiB(pid) {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Math.round((Number(line.split(/\s+/)[1]) / 1024) * 10) / 10;
+}
+
+/** One of our processes, pinned, waited for until its ready line. */
+export async function startOurs(pkg, args, core = SERVER_CORE, env = {}) {
+  const script = join(ROOT, 'packages', pkg, 'dist/main.js');
+  const [command, argv] = pinned(core, process.execPath, [script, ...args]);
+  // launchProcess runs node itself; for pinning, wrap the script in taskset through a tiny shim.
+  const shim = join(tmpdir(), `cluster-dns-bench-${pkg}.mjs`);
+  writeFileSync(
+    shim,
+    `import { spawn } from 'node:child_process';\n` +
+      `const c = spawn(${JSON.stringify(command)}, ${JSON.stringify(argv)}, { stdio: 'inherit', env: process.env });\n` +
+      `for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => c.kill(s));\n` +
+      `c.on('exit', (code) => process.exit(code ?? 1));\n`,
+  );
+  const started = performance.now();
+  const proc = await launchProcess({ script: shim, args: [], env, readyTimeoutMs: 120_000 });
+  const readyMs = performance.now() - started;
+  // The measured process is the shim's child (taskset execs node in place).
+  const pid = Number(execFileSync('pgrep', ['-P', String(proc.child.pid)], { encoding: 'utf8' }).trim().split('\n')[0]);
+  return { proc, pid, ready: proc.ready, readyMs, stop: () => proc.stop('SIGTERM', 10_000) };
+}
+
+/** dnsmasq with the equivalent configuration, pinned, answering once it answers CHAOS. */
+export async function startDnsmasq(port, args) {
+  const [command, argv] = pinned(SERVER_CORE, 'dnsmasq', [
+    '-k',
+    '--no-resolv',
+    '--no-hosts',
+    '--user=root',
+    '--bind-interfaces',
+    '--listen-address=127.0.0.1',
+    `--port=${port}`,
+    ...args,
+  ]);
+  const child = spawn(command, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  for (let i = 0; i < 100; i++) {
+    try {
+      await queryDns({ host: '127.0.0.1', port }, 'cachesize.bind', QTYPE.TXT, { qclass: QCLASS.CH, timeoutMs: 200 });
+      break;
+    } catch {
+      if (child.exitCode !== null) throw new Error(`dnsmasq exited: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    pid: child.pid,
+    stop: () =>
+      new Promise((resolve) => {
+        child.on('exit', resolve);
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Runs dnsperf on the load core; returns qps, lost and average latency. */
+export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients = 8 }) {
+  const args = ['-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds), '-c', String(clients), '-q', '500', '-m', mode, '-t', '2'];
+  if (qps) args.push('-Q', String(qps));
+  const [command, argv] = pinned(LOAD_CORE, 'dnsperf', args);
+  const out = execFileSync(command, argv, { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
+  const num = (re) => Number(re.exec(out)?.[1] ?? Number.NaN);
+  return {
+    tool: 'dnsperf',
+    qps: num(/Queries per second:\s+([\d.]+)/),
+    sent: num(/Queries sent:\s+(\d+)/),
+    lost: num(/Queries lost:\s+(\d+)/),
+    avgMs: num(/Average Latency \(s\):\s+([\d.]+)/) * 1000,
+  };
+}
+
+/** Runs bench/loadgen.mjs on the load core. */
+export function runLoadgen(job) {
+  const [command, argv] = pinned(LOAD_CORE, process.execPath, [join(ROOT, 'bench/loadgen.mjs'), JSON.stringify({ host: '127.0.0.1', ...job })]);
+  const out = execFileSync(command, argv, { encoding: 'utf8', timeout: (job.durationMs ?? 10_000) + 30_000, cwd: ROOT });
+  return { tool: 'loadgen', ...JSON.parse(out.trim().split('\n').at(-1)) };
+}
+
+/** CPU time the server spent per answered query, in microseconds, while `fn` ran. */
+export async function withCpu(pid, fn) {
+  const before = cpuSeconds(pid);
+  const result = await fn();
+  const cpu = cpuSeconds(pid) - before;
+  const answered = result.sent !== undefined ? result.sent - (result.lost ?? 0) : result.received;
+  return { ...result, cpuUsPerQuery: answered > 0 ? Math.round((cpu / answered) * 1e7) / 10 : null, rssMiB: rssMiB(pid) };
+}
+
+export function writeQueryFile(names) {
+  const file = join(tmpdir(), `cluster-dns-bench-${process.pid}-${names.length}.txt`);
+  writeFileSync(file, `${names.map(([n, t]) => `${n} ${t}`).join('\n')}\n`);
+  return file;
+}
+
+/** Asks each name once so the cache holds them all. */
+export async function warm(port, names) {
+  for (const [name] of names) await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A, { timeoutMs: 2000 });
+}
+
+export function machine() {
+  const cpu = readFileSync('/proc/cpuinfo', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('model name'))
+    ?.split(':')[1]
+    ?.trim();
+  return { cpu, cores: Number(execFileSync('nproc', { encoding: 'utf8' }).trim()), node: process.version, kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim() };
+}
+
+export const round = (n, digits = 1) => (n === null || n === undefined || Number.isNaN(n) ? null : Math.round(n * 10 ** digits) / 10 ** digits);

@@ -1,0 +1,120 @@
+// A DNS load generator in its own process, for when dnsperf is not installed and for latency
+// percentiles (dnsperf reports only the average). Reads its job as JSON in argv[2], prints a JSON
+// result. Bounded: it stops after durationMs and never targets anything but the given host.
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { buildQueryMessage, encodeMessage, typeFromName } from '@cluster-dns/wire';
+
+const job = JSON.parse(process.argv[2]);
+const { host, port, transport = 'udp', names, rate = 0, durationMs = 10_000, window = 64, connections = 4, timeoutMs = 2000 } = job;
+if (host !== '127.0.0.1' && host !== '::1') throw new Error('the load generator only targets loopback');
+
+const queries = names.map(([name, type]) => encodeMessage(buildQueryMessage(0, name, typeof type === 'number' ? type : typeFromName(type))));
+const sentAt = new Float64Array(65536);
+const latencies = [];
+let sent = 0;
+let received = 0;
+let nextId = 0;
+let nextName = 0;
+const start = performance.now();
+const deadline = start + durationMs;
+
+function nextQuery() {
+  const id = nextId;
+  nextId = (nextId + 1) & 0xffff;
+  const q = Buffer.from(queries[nextName]);
+  nextName = (nextName + 1) % queries.length;
+  q.writeUInt16BE(id, 0);
+  sentAt[id] = performance.now();
+  sent++;
+  return q;
+}
+
+function onReply(msg) {
+  const id = msg.readUInt16BE(0);
+  const t = sentAt[id];
+  if (t === 0) return;
+  sentAt[id] = 0;
+  received++;
+  latencies.push(performance.now() - t);
+  return true;
+}
+
+function finish() {
+  const elapsed = (Math.min(performance.now(), deadline) - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] : null);
+  process.stdout.write(
+    `${JSON.stringify({ sent, received, lost: sent - received, qps: received / elapsed, p50Ms: pct(0.5), p99Ms: pct(0.99), maxMs: latencies.at(-1) ?? null })}\n`,
+  );
+  process.exit(0);
+}
+
+if (transport === 'udp') {
+  const socket = dgram.createSocket('udp4');
+  socket.on('error', () => {});
+  let outstanding = 0;
+  socket.on('message', (msg) => {
+    if (!onReply(msg)) return;
+    outstanding--;
+    if (rate === 0 && performance.now() < deadline) {
+      outstanding++;
+      socket.send(nextQuery(), port, host);
+    }
+  });
+  socket.bind(0, '127.0.0.1', () => {
+    if (rate === 0) {
+      for (let i = 0; i < window; i++) {
+        outstanding++;
+        socket.send(nextQuery(), port, host);
+      }
+      // Refill the window for queries that were lost.
+      setInterval(() => {
+        const stale = performance.now() - timeoutMs;
+        let lost = 0;
+        for (let i = 0; i < 65536; i++) if (sentAt[i] !== 0 && sentAt[i] < stale) (sentAt[i] = 0), lost++;
+        for (let i = 0; i < lost && performance.now() < deadline; i++) socket.send(nextQuery(), port, host);
+      }, 500).unref();
+    } else {
+      let credit = 0;
+      let last = performance.now();
+      const tick = setInterval(() => {
+        const now = performance.now();
+        if (now >= deadline) return clearInterval(tick);
+        credit += ((now - last) * rate) / 1000;
+        last = now;
+        while (credit >= 1) {
+          socket.send(nextQuery(), port, host);
+          credit--;
+        }
+      }, 1);
+    }
+    setTimeout(finish, durationMs + Math.min(timeoutMs, 1000));
+  });
+} else {
+  for (let c = 0; c < connections; c++) {
+    const socket = net.connect({ host, port, noDelay: true });
+    let buffered = Buffer.alloc(0);
+    const send = () => {
+      const q = nextQuery();
+      const frame = Buffer.allocUnsafe(q.length + 2);
+      frame.writeUInt16BE(q.length, 0);
+      q.copy(frame, 2);
+      socket.write(frame);
+    };
+    socket.on('error', () => {});
+    socket.on('connect', () => {
+      for (let i = 0; i < window; i++) send();
+    });
+    socket.on('data', (chunk) => {
+      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
+      while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
+        const msg = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
+        buffered = buffered.subarray(2 + msg.length);
+        onReply(msg);
+        if (performance.now() < deadline) send();
+      }
+    });
+  }
+  setTimeout(finish, durationMs + 200);
+}

@@ -1,0 +1,246 @@
+// `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
+// same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtures, startApiServer, waitFor } from '@cluster-dns/testkit';
+import { QTYPE, queryDns } from '@cluster-dns/wire';
+import {
+  machine,
+  ROOT,
+  round,
+  runDnsperf,
+  runLoadgen,
+  rssMiB,
+  startDnsmasq,
+  startOurs,
+  tools,
+  warm,
+  withCpu,
+  writeQueryFile,
+} from './lib.mjs';
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const seconds = Number(argv.find((a) => a.startsWith('--seconds='))?.split('=')[1] ?? (quick ? 3 : 10));
+const only = argv.find((a) => a.startsWith('--cases='))?.split('=')[1]?.split(',').map(Number);
+const want = (n) => !only || only.includes(n);
+const ms = seconds * 1000;
+const rows = [];
+const notes = [];
+const row = (caseName, server, r, extra = {}) => {
+  rows.push({ case: caseName, server, ...r, ...extra });
+  console.log(JSON.stringify({ case: caseName, server, ...r, ...extra }));
+};
+
+if (!tools.dnsperf) notes.push('dnsperf not installed: max QPS comes from bench/loadgen.mjs, which may be the bottleneck (apt-get install dnsperf).');
+if (!tools.dnsmasq) notes.push('dnsmasq not installed: no side-by-side reference (apt-get install dnsmasq).');
+if (!tools.taskset) notes.push('taskset not found: processes are not pinned to cores.');
+if (!tools.nsd) notes.push('nsd not installed: the record-builder is compared with the 25k QPS floor instead.');
+notes.push('Forwarder with N workers (case 7): not applicable, the forwarder is one process; scale it with replicas.');
+
+const kubeconfigFor = async (api) => {
+  const file = join(await mkdtemp(join(tmpdir(), 'bench-')), 'kubeconfig');
+  await api.writeKubeconfig(file);
+  return file;
+};
+
+const maxQps = async (pid, port, names, mode = 'udp') => {
+  if (tools.dnsperf) return withCpu(pid, () => runDnsperf({ port, file: writeQueryFile(names), seconds, mode }));
+  return withCpu(pid, () => runLoadgen({ port, names, transport: mode, durationMs: ms, window: 200 }));
+};
+const fixedRate = (pid, port, names, rate) => withCpu(pid, () => runLoadgen({ port, names, durationMs: ms, rate }));
+
+// ---- cases 1–4: a 1,000-service cluster, the record-builder, the forwarder, dnsmasq
+if ([1, 2, 3, 4].some(want)) {
+  const services = Array.from({ length: 1000 }, (_, i) =>
+    fixtures.service('bench', `svc-${i}`, { clusterIPs: [`10.97.${i >> 8}.${i & 255}`], ports: [{ name: 'http', port: 80 }] }),
+  );
+  const names = services.map((s) => [`${s.metadata.name}.bench.svc.cluster.local`, 'A']);
+  const api = await startApiServer({ objects: services });
+  const kubeconfig = await kubeconfigFor(api);
+  const rb = await startOurs('record-builder', [`--kubecfg-file=${kubeconfig}`, '--dns-bind-address=127.0.0.1', '--dns-port=0', '--healthz-port=0', '--metrics-port=0', '--lameduck=0s']);
+  const rbPort = rb.ready.dnsPort;
+  const fwArgs = ['-k', '--no-resolv', '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s', `--server=/cluster.local/127.0.0.1#${rbPort}`];
+
+  if (want(1) || want(2)) {
+    const fw = await startOurs('forwarder', [...fwArgs, '--cache-size=10000']);
+    await warm(fw.ready.port, names);
+    let dm;
+    if (tools.dnsmasq) {
+      dm = await startDnsmasq(15353 + (process.pid % 1000), ['--cache-size=10000', `--server=/cluster.local/127.0.0.1#${rbPort}`]);
+      dm.port = 15353 + (process.pid % 1000);
+      await warm(dm.port, names);
+    }
+    if (want(1)) {
+      row('1. forwarder cache hits, UDP, max', 'cluster-dns', await maxQps(fw.pid, fw.ready.port, names));
+      if (dm) row('1. forwarder cache hits, UDP, max', 'dnsmasq', await maxQps(dm.pid, dm.port, names));
+      row('1. forwarder cache hits, UDP, 10k QPS', 'cluster-dns', await fixedRate(fw.pid, fw.ready.port, names, 10_000));
+      if (dm) row('1. forwarder cache hits, UDP, 10k QPS', 'dnsmasq', await fixedRate(dm.pid, dm.port, names, 10_000));
+    }
+    if (want(2)) {
+      const tcp = (pid, port) => withCpu(pid, () => runLoadgen({ port, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }));
+      row('2. forwarder cache hits, TCP pipelined, max', 'cluster-dns', await tcp(fw.pid, fw.ready.port));
+      if (dm) row('2. forwarder cache hits, TCP pipelined, max', 'dnsmasq', await tcp(dm.pid, dm.port));
+    }
+    await fw.stop();
+    if (want(3) && dm) {
+      const fw0 = await startOurs('forwarder', ['-k', '--no-resolv', '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s', '--cache-size=0', `--server=127.0.0.1#${dm.port}`]);
+      row('3. forwarder misses → dnsmasq (cached) upstream', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
+      await fw0.stop();
+    }
+    await dm?.stop();
+  }
+  if (want(3)) {
+    const fw0 = await startOurs('forwarder', [...fwArgs, '--cache-size=0']);
+    row('3. forwarder misses → record-builder', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
+    await fw0.stop();
+  }
+  if (want(4)) {
+    row('4. record-builder direct, UDP, max', 'cluster-dns', await maxQps(rb.pid, rbPort, names));
+    row('4. record-builder direct, TCP pipelined, max', 'cluster-dns', await withCpu(rb.pid, () => runLoadgen({ port: rbPort, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 })));
+    row('4. record-builder direct, UDP, 10k QPS', 'cluster-dns', await fixedRate(rb.pid, rbPort, names, 10_000));
+  }
+  await rb.stop();
+  await api.close();
+}
+
+// ---- case 5: 10,000 Services and 100,000 endpoints
+if (want(5)) {
+  const objects = [];
+  for (let i = 0; i < 9000; i++) objects.push(fixtures.service(`ns-${i % 100}`, `svc-${i}`, { clusterIPs: [`10.98.${i >> 8}.${i & 255}`], ports: [{ name: 'http', port: 80 }] }));
+  for (let h = 0; h < 1000; h++) {
+    const ns = `ns-${h % 100}`;
+    objects.push(fixtures.service(ns, `headless-${h}`, { headless: true, ports: [{ name: 'grpc', port: 9000 }] }));
+    const endpoints = Array.from({ length: 100 }, (_, e) => ({ addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`], hostname: `pod-${e}` }));
+    objects.push(fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, { ports: [{ name: 'grpc', port: 9000 }] }));
+  }
+  const api = await startApiServer({ objects, historyLimit: 50_000 });
+  const kubeconfig = await kubeconfigFor(api);
+  const rb = await startOurs('record-builder', [`--kubecfg-file=${kubeconfig}`, '--dns-bind-address=127.0.0.1', '--dns-port=0', '--healthz-bind-address=127.0.0.1', '--healthz-port=0', '--metrics-port=0', '--lameduck=0s'], 0, { NODE_OPTIONS: '--expose-gc' });
+  const rssAfterSync = rssMiB(rb.pid);
+  const gc = await (await fetch(`http://127.0.0.1:${rb.ready.healthzPort}/debug/gc`)).json();
+  const rssAfterGc = rssMiB(rb.pid);
+  row('5. scale 10k svc / 100k endpoints: start to ready', 'cluster-dns', {
+    readyS: round(rb.readyMs / 1000, 2),
+    records: rb.ready.records,
+    rssMiBAfterSync: rssAfterSync,
+    rssMiBAfterGc: rssAfterGc,
+    heapMiBAfterGc: round(gc.heapUsed / 1048576),
+  });
+  const names = Array.from({ length: 1000 }, (_, i) => [`svc-${i}.ns-${i % 100}.svc.cluster.local`, 'A']);
+  const quiet = await fixedRate(rb.pid, rb.ready.dnsPort, names, 5000);
+  row('5. scale: queries at 5k QPS, no events', 'cluster-dns', quiet);
+  // 1,000 EndpointSlice changes per second while queries run: one endpoint flips readiness.
+  let flips = 0;
+  const flip = () => {
+    const h = flips % 1000;
+    const ns = `ns-${h % 100}`;
+    const endpoints = Array.from({ length: 100 }, (_, e) => ({ addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`], hostname: `pod-${e}`, ready: e !== flips % 100 }));
+    api.apply(fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, { ports: [{ name: 'grpc', port: 9000 }] }));
+    flips++;
+  };
+  const churn = setInterval(() => {
+    for (let i = 0; i < 10; i++) flip();
+  }, 10);
+  const busy = await fixedRate(rb.pid, rb.ready.dnsPort, names, 5000);
+  clearInterval(churn);
+  row('5. scale: queries at 5k QPS, 1,000 events/s', 'cluster-dns', { ...busy, events: flips });
+  const metrics = await (await fetch(`http://127.0.0.1:${rb.ready.metricsPort}/metrics`)).text();
+  const buckets = [...metrics.matchAll(/clusterdns_recordbuilder_event_apply_duration_seconds_bucket\{le="([^"]+)",resource="endpointslices"\} (\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+  const total = buckets.at(-1)?.[1] ?? 0;
+  const upTo = (p) => (buckets.find(([, c]) => c >= total * p)?.[0] ?? Number.NaN) * 1e6;
+  row('5. scale: EndpointSlice event apply', 'cluster-dns', { events: total, p50UsAtMost: upTo(0.5), p99UsAtMost: upTo(0.99) });
+  await rb.stop();
+  await api.close();
+}
+
+// ---- case 6: propagation of an EndpointSlice change through the forwarder's warm cache
+if (want(6)) {
+  const count = quick ? 40 : 200;
+  const objects = [];
+  for (let i = 0; i < count; i++) {
+    objects.push(fixtures.service('prop', `h-${i}`, { headless: true }));
+    objects.push(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]));
+  }
+  const api = await startApiServer({ objects });
+  const kubeconfig = await kubeconfigFor(api);
+  const rb = await startOurs('record-builder', [`--kubecfg-file=${kubeconfig}`, '--dns-bind-address=127.0.0.1', '--dns-port=0', '--healthz-port=0', '--metrics-port=0', '--lameduck=0s']);
+  const fw = await startOurs('forwarder', ['-k', '--no-resolv', '--cache-size=1000', '--no-negcache', '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s', `--server=/cluster.local/127.0.0.1#${rb.ready.dnsPort}`]);
+  const measure = async (port) => {
+    const times = await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const name = `h-${i}.prop.svc.cluster.local`;
+        await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A);
+        await new Promise((r) => setTimeout(r, Math.random() * 2000));
+        const next = `10.121.${i >> 8}.${i & 255}`;
+        const t0 = performance.now();
+        api.apply(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [next] }]));
+        await waitFor(async () => (await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A)).answers.some((a) => a.address === next), { timeoutMs: 60_000, intervalMs: 100 });
+        // Put it back for the next measurement.
+        api.apply(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]));
+        return performance.now() - t0;
+      }),
+    );
+    times.sort((a, b) => a - b);
+    return { changes: count, p50Ms: round(times[Math.floor(count / 2)]), p99Ms: round(times[Math.floor(count * 0.99)]), maxMs: round(times.at(-1)) };
+  };
+  row('6. propagation: record-builder direct', 'cluster-dns', await measure(rb.ready.dnsPort));
+  await new Promise((r) => setTimeout(r, 500));
+  row('6. propagation: through the forwarder (warm cache, TTL 30 s)', 'cluster-dns', await measure(fw.ready.port));
+  await fw.stop();
+  await rb.stop();
+  await api.close();
+}
+
+// ---- report
+const date = new Date().toISOString().slice(0, 10);
+const result = { date, machine: machine(), tools, secondsPerCase: seconds, rows, notes };
+mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+writeFileSync(join(ROOT, `bench/results/${date}.json`), `${JSON.stringify(result, null, 2)}\n`);
+const ratio = (caseName, field, inverse = false) => {
+  const ours = rows.find((r) => r.case === caseName && r.server === 'cluster-dns')?.[field];
+  const ref = rows.find((r) => r.case === caseName && r.server === 'dnsmasq')?.[field];
+  if (!ours || !ref) return null;
+  return round(inverse ? ref / ours : ours / ref, 2);
+};
+const ratios = {
+  'cache hits UDP max QPS, ours/dnsmasq (target ≥ 0.7)': ratio('1. forwarder cache hits, UDP, max', 'qps'),
+  'cache hits UDP CPU per query, ours/dnsmasq (target ≤ 1.5)': ratio('1. forwarder cache hits, UDP, max', 'cpuUsPerQuery'),
+  'cache hits TCP QPS, ours/dnsmasq (target ≥ 2)': ratio('2. forwarder cache hits, TCP pipelined, max', 'qps'),
+  'p99 at 10k QPS, ours − dnsmasq, ms (target ≤ 0.5)': (() => {
+    const c = '1. forwarder cache hits, UDP, 10k QPS';
+    const o = rows.find((r) => r.case === c && r.server === 'cluster-dns')?.p99Ms;
+    const d = rows.find((r) => r.case === c && r.server === 'dnsmasq')?.p99Ms;
+    return o !== undefined && d !== undefined ? round(o - d, 3) : null;
+  })(),
+};
+const cols = ['qps', 'lost', 'p50Ms', 'p99Ms', 'avgMs', 'cpuUsPerQuery', 'rssMiB'];
+const fmt = (v) => (v === undefined || v === null ? '' : typeof v === 'number' ? String(round(v, v < 10 ? 3 : 0)) : String(v));
+const lines = [
+  `# cluster-dns benchmark, ${date}`,
+  '',
+  `Machine: ${result.machine.cpu}, ${result.machine.cores} cores, Node ${result.machine.node}, kernel ${result.machine.kernel}. ${seconds} s per case; servers pinned to core 0, load on core 1.`,
+  '',
+  `| case | server | ${cols.join(' | ')} | other |`,
+  `|---|---|${cols.map(() => '---').join('|')}|---|`,
+  ...rows.map((r) => {
+    const other = Object.entries(r)
+      .filter(([k]) => !['case', 'server', 'tool', 'sent', 'received', 'maxMs', ...cols].includes(k))
+      .map(([k, v]) => `${k} ${fmt(v)}`)
+      .join(', ');
+    return `| ${r.case} | ${r.server} (${r.tool ?? 'timer'}) | ${cols.map((c) => fmt(r[c])).join(' | ')} | ${other} |`;
+  }),
+  '',
+  '| ratio | value |',
+  '|---|---|',
+  ...Object.entries(ratios).map(([k, v]) => `| ${k} | ${v ?? 'n/a'} |`),
+  '',
+  ...notes.map((n) => `- ${n}`),
+  '',
+];
+writeFileSync(join(ROOT, `bench/results/${date}.md`), lines.join('\n'));
+console.log(lines.join('\n'));
+process.exit(0);
