@@ -1,13 +1,15 @@
 // Plumbing for bench/run.mjs: start servers pinned to a core, measure their CPU and memory, and
 // drive them with dnsperf or bench/loadgen.mjs. Everything targets 127.0.0.1 and stops by itself.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { launchProcess } from '@cluster-dns/testkit';
 import { QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 
+const execFileAsync = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SERVER_CORE = 0;
 export const LOAD_CORE = 1;
@@ -55,7 +57,11 @@ export async function startOurs(pkg, args, core = SERVER_CORE, env = {}) {
   const proc = await launchProcess({ script: shim, args: [], env, readyTimeoutMs: 120_000 });
   const readyMs = performance.now() - started;
   // The measured process is the shim's child (taskset execs node in place).
-  const pid = Number(execFileSync('pgrep', ['-P', String(proc.child.pid)], { encoding: 'utf8' }).trim().split('\n')[0]);
+  const pid = Number(
+    execFileSync('pgrep', ['-P', String(proc.child.pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')[0],
+  );
   return { proc, pid, ready: proc.ready, readyMs, stop: () => proc.stop('SIGTERM', 10_000) };
 }
 
@@ -97,7 +103,24 @@ export async function startDnsmasq(port, args) {
 
 /** Runs dnsperf on the load core; returns qps, lost and average latency. */
 export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients = 8 }) {
-  const args = ['-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds), '-c', String(clients), '-q', '500', '-m', mode, '-t', '2'];
+  const args = [
+    '-s',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-d',
+    file,
+    '-l',
+    String(seconds),
+    '-c',
+    String(clients),
+    '-q',
+    '500',
+    '-m',
+    mode,
+    '-t',
+    '2',
+  ];
   if (qps) args.push('-Q', String(qps));
   const [command, argv] = pinned(LOAD_CORE, 'dnsperf', args);
   const out = execFileSync(command, argv, { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
@@ -111,11 +134,18 @@ export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients
   };
 }
 
-/** Runs bench/loadgen.mjs on the load core. */
-export function runLoadgen(job) {
-  const [command, argv] = pinned(LOAD_CORE, process.execPath, [join(ROOT, 'bench/loadgen.mjs'), JSON.stringify({ host: '127.0.0.1', ...job })]);
-  const out = execFileSync(command, argv, { encoding: 'utf8', timeout: (job.durationMs ?? 10_000) + 30_000, cwd: ROOT });
-  return { tool: 'loadgen', ...JSON.parse(out.trim().split('\n').at(-1)) };
+/** Runs bench/loadgen.mjs on the load core, without blocking this process (it may apply events meanwhile). */
+export async function runLoadgen(job) {
+  const [command, argv] = pinned(LOAD_CORE, process.execPath, [
+    join(ROOT, 'bench/loadgen.mjs'),
+    JSON.stringify({ host: '127.0.0.1', ...job }),
+  ]);
+  const { stdout } = await execFileAsync(command, argv, {
+    encoding: 'utf8',
+    timeout: (job.durationMs ?? 10_000) + 30_000,
+    cwd: ROOT,
+  });
+  return { tool: 'loadgen', ...JSON.parse(stdout.trim().split('\n').at(-1)) };
 }
 
 /** CPU time the server spent per answered query, in microseconds, while `fn` ran. */
@@ -124,7 +154,11 @@ export async function withCpu(pid, fn) {
   const result = await fn();
   const cpu = cpuSeconds(pid) - before;
   const answered = result.sent !== undefined ? result.sent - (result.lost ?? 0) : result.received;
-  return { ...result, cpuUsPerQuery: answered > 0 ? Math.round((cpu / answered) * 1e7) / 10 : null, rssMiB: rssMiB(pid) };
+  return {
+    ...result,
+    cpuUsPerQuery: answered > 0 ? Math.round((cpu / answered) * 1e7) / 10 : null,
+    rssMiB: rssMiB(pid),
+  };
 }
 
 export function writeQueryFile(names) {
@@ -144,7 +178,13 @@ export function machine() {
     .find((l) => l.startsWith('model name'))
     ?.split(':')[1]
     ?.trim();
-  return { cpu, cores: Number(execFileSync('nproc', { encoding: 'utf8' }).trim()), node: process.version, kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim() };
+  return {
+    cpu,
+    cores: Number(execFileSync('nproc', { encoding: 'utf8' }).trim()),
+    node: process.version,
+    kernel: execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim(),
+  };
 }
 
-export const round = (n, digits = 1) => (n === null || n === undefined || Number.isNaN(n) ? null : Math.round(n * 10 ** digits) / 10 ** digits);
+export const round = (n, digits = 1) =>
+  n === null || n === undefined || Number.isNaN(n) ? null : Math.round(n * 10 ** digits) / 10 ** digits;

@@ -6,10 +6,22 @@ import net from 'node:net';
 import { buildQueryMessage, encodeMessage, typeFromName } from '@cluster-dns/wire';
 
 const job = JSON.parse(process.argv[2]);
-const { host, port, transport = 'udp', names, rate = 0, durationMs = 10_000, window = 64, connections = 4, timeoutMs = 2000 } = job;
+const {
+  host,
+  port,
+  transport = 'udp',
+  names,
+  rate = 0,
+  durationMs = 10_000,
+  window = 64,
+  connections = 4,
+  timeoutMs = 2000,
+} = job;
 if (host !== '127.0.0.1' && host !== '::1') throw new Error('the load generator only targets loopback');
 
-const queries = names.map(([name, type]) => encodeMessage(buildQueryMessage(0, name, typeof type === 'number' ? type : typeFromName(type))));
+const queries = names.map(([name, type]) =>
+  encodeMessage(buildQueryMessage(0, name, typeof type === 'number' ? type : typeFromName(type))),
+);
 const sentAt = new Float64Array(65536);
 const latencies = [];
 let sent = 0;
@@ -43,7 +55,8 @@ function onReply(msg) {
 function finish() {
   const elapsed = (Math.min(performance.now(), deadline) - start) / 1000;
   latencies.sort((a, b) => a - b);
-  const pct = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] : null);
+  const pct = (p) =>
+    latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] : null;
   process.stdout.write(
     `${JSON.stringify({ sent, received, lost: sent - received, qps: received / elapsed, p50Ms: pct(0.5), p99Ms: pct(0.99), maxMs: latencies.at(-1) ?? null })}\n`,
   );

@@ -11,9 +11,9 @@ import {
   machine,
   ROOT,
   round,
+  rssMiB,
   runDnsperf,
   runLoadgen,
-  rssMiB,
   startDnsmasq,
   startOurs,
   tools,
@@ -25,7 +25,11 @@ import {
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const seconds = Number(argv.find((a) => a.startsWith('--seconds='))?.split('=')[1] ?? (quick ? 3 : 10));
-const only = argv.find((a) => a.startsWith('--cases='))?.split('=')[1]?.split(',').map(Number);
+const only = argv
+  .find((a) => a.startsWith('--cases='))
+  ?.split('=')[1]
+  ?.split(',')
+  .map(Number);
 const want = (n) => !only || only.includes(n);
 const ms = seconds * 1000;
 const rows = [];
@@ -35,7 +39,10 @@ const row = (caseName, server, r, extra = {}) => {
   console.log(JSON.stringify({ case: caseName, server, ...r, ...extra }));
 };
 
-if (!tools.dnsperf) notes.push('dnsperf not installed: max QPS comes from bench/loadgen.mjs, which may be the bottleneck (apt-get install dnsperf).');
+if (!tools.dnsperf)
+  notes.push(
+    'dnsperf not installed: max QPS comes from bench/loadgen.mjs, which may be the bottleneck (apt-get install dnsperf).',
+  );
 if (!tools.dnsmasq) notes.push('dnsmasq not installed: no side-by-side reference (apt-get install dnsmasq).');
 if (!tools.taskset) notes.push('taskset not found: processes are not pinned to cores.');
 if (!tools.nsd) notes.push('nsd not installed: the record-builder is compared with the 25k QPS floor instead.');
@@ -56,39 +63,76 @@ const fixedRate = (pid, port, names, rate) => withCpu(pid, () => runLoadgen({ po
 // ---- cases 1–4: a 1,000-service cluster, the record-builder, the forwarder, dnsmasq
 if ([1, 2, 3, 4].some(want)) {
   const services = Array.from({ length: 1000 }, (_, i) =>
-    fixtures.service('bench', `svc-${i}`, { clusterIPs: [`10.97.${i >> 8}.${i & 255}`], ports: [{ name: 'http', port: 80 }] }),
+    fixtures.service('bench', `svc-${i}`, {
+      clusterIPs: [`10.97.${i >> 8}.${i & 255}`],
+      ports: [{ name: 'http', port: 80 }],
+    }),
   );
   const names = services.map((s) => [`${s.metadata.name}.bench.svc.cluster.local`, 'A']);
   const api = await startApiServer({ objects: services });
   const kubeconfig = await kubeconfigFor(api);
-  const rb = await startOurs('record-builder', [`--kubecfg-file=${kubeconfig}`, '--dns-bind-address=127.0.0.1', '--dns-port=0', '--healthz-port=0', '--metrics-port=0', '--lameduck=0s']);
+  const rb = await startOurs('record-builder', [
+    `--kubecfg-file=${kubeconfig}`,
+    '--dns-bind-address=127.0.0.1',
+    '--dns-port=0',
+    '--healthz-port=0',
+    '--metrics-port=0',
+    '--lameduck=0s',
+  ]);
   const rbPort = rb.ready.dnsPort;
-  const fwArgs = ['-k', '--no-resolv', '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s', `--server=/cluster.local/127.0.0.1#${rbPort}`];
+  const fwArgs = [
+    '-k',
+    '--no-resolv',
+    '--listen-address=127.0.0.1',
+    '--port=0',
+    '--lameduck=0s',
+    `--server=/cluster.local/127.0.0.1#${rbPort}`,
+  ];
 
   if (want(1) || want(2)) {
     const fw = await startOurs('forwarder', [...fwArgs, '--cache-size=10000']);
     await warm(fw.ready.port, names);
     let dm;
     if (tools.dnsmasq) {
-      dm = await startDnsmasq(15353 + (process.pid % 1000), ['--cache-size=10000', `--server=/cluster.local/127.0.0.1#${rbPort}`]);
+      dm = await startDnsmasq(15353 + (process.pid % 1000), [
+        '--cache-size=10000',
+        `--server=/cluster.local/127.0.0.1#${rbPort}`,
+      ]);
       dm.port = 15353 + (process.pid % 1000);
       await warm(dm.port, names);
     }
     if (want(1)) {
       row('1. forwarder cache hits, UDP, max', 'cluster-dns', await maxQps(fw.pid, fw.ready.port, names));
       if (dm) row('1. forwarder cache hits, UDP, max', 'dnsmasq', await maxQps(dm.pid, dm.port, names));
-      row('1. forwarder cache hits, UDP, 10k QPS', 'cluster-dns', await fixedRate(fw.pid, fw.ready.port, names, 10_000));
+      row(
+        '1. forwarder cache hits, UDP, 10k QPS',
+        'cluster-dns',
+        await fixedRate(fw.pid, fw.ready.port, names, 10_000),
+      );
       if (dm) row('1. forwarder cache hits, UDP, 10k QPS', 'dnsmasq', await fixedRate(dm.pid, dm.port, names, 10_000));
     }
     if (want(2)) {
-      const tcp = (pid, port) => withCpu(pid, () => runLoadgen({ port, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }));
+      const tcp = (pid, port) =>
+        withCpu(pid, () => runLoadgen({ port, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }));
       row('2. forwarder cache hits, TCP pipelined, max', 'cluster-dns', await tcp(fw.pid, fw.ready.port));
       if (dm) row('2. forwarder cache hits, TCP pipelined, max', 'dnsmasq', await tcp(dm.pid, dm.port));
     }
     await fw.stop();
     if (want(3) && dm) {
-      const fw0 = await startOurs('forwarder', ['-k', '--no-resolv', '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s', '--cache-size=0', `--server=127.0.0.1#${dm.port}`]);
-      row('3. forwarder misses → dnsmasq (cached) upstream', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
+      const fw0 = await startOurs('forwarder', [
+        '-k',
+        '--no-resolv',
+        '--listen-address=127.0.0.1',
+        '--port=0',
+        '--lameduck=0s',
+        '--cache-size=0',
+        `--server=127.0.0.1#${dm.port}`,
+      ]);
+      row(
+        '3. forwarder misses → dnsmasq (cached) upstream',
+        'cluster-dns',
+        await maxQps(fw0.pid, fw0.ready.port, names),
+      );
       await fw0.stop();
     }
     await dm?.stop();
@@ -100,7 +144,13 @@ if ([1, 2, 3, 4].some(want)) {
   }
   if (want(4)) {
     row('4. record-builder direct, UDP, max', 'cluster-dns', await maxQps(rb.pid, rbPort, names));
-    row('4. record-builder direct, TCP pipelined, max', 'cluster-dns', await withCpu(rb.pid, () => runLoadgen({ port: rbPort, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 })));
+    row(
+      '4. record-builder direct, TCP pipelined, max',
+      'cluster-dns',
+      await withCpu(rb.pid, () =>
+        runLoadgen({ port: rbPort, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }),
+      ),
+    );
     row('4. record-builder direct, UDP, 10k QPS', 'cluster-dns', await fixedRate(rb.pid, rbPort, names, 10_000));
   }
   await rb.stop();
@@ -110,16 +160,42 @@ if ([1, 2, 3, 4].some(want)) {
 // ---- case 5: 10,000 Services and 100,000 endpoints
 if (want(5)) {
   const objects = [];
-  for (let i = 0; i < 9000; i++) objects.push(fixtures.service(`ns-${i % 100}`, `svc-${i}`, { clusterIPs: [`10.98.${i >> 8}.${i & 255}`], ports: [{ name: 'http', port: 80 }] }));
+  for (let i = 0; i < 9000; i++)
+    objects.push(
+      fixtures.service(`ns-${i % 100}`, `svc-${i}`, {
+        clusterIPs: [`10.98.${i >> 8}.${i & 255}`],
+        ports: [{ name: 'http', port: 80 }],
+      }),
+    );
   for (let h = 0; h < 1000; h++) {
     const ns = `ns-${h % 100}`;
     objects.push(fixtures.service(ns, `headless-${h}`, { headless: true, ports: [{ name: 'grpc', port: 9000 }] }));
-    const endpoints = Array.from({ length: 100 }, (_, e) => ({ addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`], hostname: `pod-${e}` }));
-    objects.push(fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, { ports: [{ name: 'grpc', port: 9000 }] }));
+    const endpoints = Array.from({ length: 100 }, (_, e) => ({
+      addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`],
+      hostname: `pod-${e}`,
+    }));
+    objects.push(
+      fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, {
+        ports: [{ name: 'grpc', port: 9000 }],
+      }),
+    );
   }
   const api = await startApiServer({ objects, historyLimit: 50_000 });
   const kubeconfig = await kubeconfigFor(api);
-  const rb = await startOurs('record-builder', [`--kubecfg-file=${kubeconfig}`, '--dns-bind-address=127.0.0.1', '--dns-port=0', '--healthz-bind-address=127.0.0.1', '--healthz-port=0', '--metrics-port=0', '--lameduck=0s'], 0, { NODE_OPTIONS: '--expose-gc' });
+  const rb = await startOurs(
+    'record-builder',
+    [
+      `--kubecfg-file=${kubeconfig}`,
+      '--dns-bind-address=127.0.0.1',
+      '--dns-port=0',
+      '--healthz-bind-address=127.0.0.1',
+      '--healthz-port=0',
+      '--metrics-port=0',
+      '--lameduck=0s',
+    ],
+    0,
+    { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? '--expose-gc' },
+  );
   const rssAfterSync = rssMiB(rb.pid);
   const gc = await (await fetch(`http://127.0.0.1:${rb.ready.healthzPort}/debug/gc`)).json();
   const rssAfterGc = rssMiB(rb.pid);
@@ -138,8 +214,16 @@ if (want(5)) {
   const flip = () => {
     const h = flips % 1000;
     const ns = `ns-${h % 100}`;
-    const endpoints = Array.from({ length: 100 }, (_, e) => ({ addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`], hostname: `pod-${e}`, ready: e !== flips % 100 }));
-    api.apply(fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, { ports: [{ name: 'grpc', port: 9000 }] }));
+    const endpoints = Array.from({ length: 100 }, (_, e) => ({
+      addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`],
+      hostname: `pod-${e}`,
+      ready: e !== flips % 100,
+    }));
+    api.apply(
+      fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, {
+        ports: [{ name: 'grpc', port: 9000 }],
+      }),
+    );
     flips++;
   };
   const churn = setInterval(() => {
@@ -149,10 +233,18 @@ if (want(5)) {
   clearInterval(churn);
   row('5. scale: queries at 5k QPS, 1,000 events/s', 'cluster-dns', { ...busy, events: flips });
   const metrics = await (await fetch(`http://127.0.0.1:${rb.ready.metricsPort}/metrics`)).text();
-  const buckets = [...metrics.matchAll(/clusterdns_recordbuilder_event_apply_duration_seconds_bucket\{le="([^"]+)",resource="endpointslices"\} (\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+  const buckets = [
+    ...metrics.matchAll(
+      /clusterdns_recordbuilder_event_apply_duration_seconds_bucket\{le="([^"]+)",resource="endpointslices"\} (\d+)/g,
+    ),
+  ].map((m) => [Number(m[1]), Number(m[2])]);
   const total = buckets.at(-1)?.[1] ?? 0;
   const upTo = (p) => (buckets.find(([, c]) => c >= total * p)?.[0] ?? Number.NaN) * 1e6;
-  row('5. scale: EndpointSlice event apply', 'cluster-dns', { events: total, p50UsAtMost: upTo(0.5), p99UsAtMost: upTo(0.99) });
+  row('5. scale: EndpointSlice event apply', 'cluster-dns', {
+    events: total,
+    p50UsAtMost: upTo(0.5),
+    p99UsAtMost: upTo(0.99),
+  });
   await rb.stop();
   await api.close();
 }
@@ -163,12 +255,30 @@ if (want(6)) {
   const objects = [];
   for (let i = 0; i < count; i++) {
     objects.push(fixtures.service('prop', `h-${i}`, { headless: true }));
-    objects.push(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]));
+    objects.push(
+      fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]),
+    );
   }
   const api = await startApiServer({ objects });
   const kubeconfig = await kubeconfigFor(api);
-  const rb = await startOurs('record-builder', [`--kubecfg-file=${kubeconfig}`, '--dns-bind-address=127.0.0.1', '--dns-port=0', '--healthz-port=0', '--metrics-port=0', '--lameduck=0s']);
-  const fw = await startOurs('forwarder', ['-k', '--no-resolv', '--cache-size=1000', '--no-negcache', '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s', `--server=/cluster.local/127.0.0.1#${rb.ready.dnsPort}`]);
+  const rb = await startOurs('record-builder', [
+    `--kubecfg-file=${kubeconfig}`,
+    '--dns-bind-address=127.0.0.1',
+    '--dns-port=0',
+    '--healthz-port=0',
+    '--metrics-port=0',
+    '--lameduck=0s',
+  ]);
+  const fw = await startOurs('forwarder', [
+    '-k',
+    '--no-resolv',
+    '--cache-size=1000',
+    '--no-negcache',
+    '--listen-address=127.0.0.1',
+    '--port=0',
+    '--lameduck=0s',
+    `--server=/cluster.local/127.0.0.1#${rb.ready.dnsPort}`,
+  ]);
   const measure = async (port) => {
     const times = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
@@ -178,14 +288,25 @@ if (want(6)) {
         const next = `10.121.${i >> 8}.${i & 255}`;
         const t0 = performance.now();
         api.apply(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [next] }]));
-        await waitFor(async () => (await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A)).answers.some((a) => a.address === next), { timeoutMs: 60_000, intervalMs: 100 });
+        await waitFor(
+          async () =>
+            (await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A)).answers.some((a) => a.address === next),
+          { timeoutMs: 60_000, intervalMs: 100 },
+        );
         // Put it back for the next measurement.
-        api.apply(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]));
+        api.apply(
+          fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]),
+        );
         return performance.now() - t0;
       }),
     );
     times.sort((a, b) => a - b);
-    return { changes: count, p50Ms: round(times[Math.floor(count / 2)]), p99Ms: round(times[Math.floor(count * 0.99)]), maxMs: round(times.at(-1)) };
+    return {
+      changes: count,
+      p50Ms: round(times[Math.floor(count / 2)]),
+      p99Ms: round(times[Math.floor(count * 0.99)]),
+      maxMs: round(times.at(-1)),
+    };
   };
   row('6. propagation: record-builder direct', 'cluster-dns', await measure(rb.ready.dnsPort));
   await new Promise((r) => setTimeout(r, 500));
@@ -208,7 +329,10 @@ const ratio = (caseName, field, inverse = false) => {
 };
 const ratios = {
   'cache hits UDP max QPS, ours/dnsmasq (target ≥ 0.7)': ratio('1. forwarder cache hits, UDP, max', 'qps'),
-  'cache hits UDP CPU per query, ours/dnsmasq (target ≤ 1.5)': ratio('1. forwarder cache hits, UDP, max', 'cpuUsPerQuery'),
+  'cache hits UDP CPU per query, ours/dnsmasq (target ≤ 1.5)': ratio(
+    '1. forwarder cache hits, UDP, max',
+    'cpuUsPerQuery',
+  ),
   'cache hits TCP QPS, ours/dnsmasq (target ≥ 2)': ratio('2. forwarder cache hits, TCP pipelined, max', 'qps'),
   'p99 at 10k QPS, ours − dnsmasq, ms (target ≤ 0.5)': (() => {
     const c = '1. forwarder cache hits, UDP, 10k QPS';
@@ -218,7 +342,8 @@ const ratios = {
   })(),
 };
 const cols = ['qps', 'lost', 'p50Ms', 'p99Ms', 'avgMs', 'cpuUsPerQuery', 'rssMiB'];
-const fmt = (v) => (v === undefined || v === null ? '' : typeof v === 'number' ? String(round(v, v < 10 ? 3 : 0)) : String(v));
+const fmt = (v) =>
+  v === undefined || v === null ? '' : typeof v === 'number' ? String(round(v, v < 10 ? 3 : 0)) : String(v);
 const lines = [
   `# cluster-dns benchmark, ${date}`,
   '',

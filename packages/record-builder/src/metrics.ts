@@ -105,7 +105,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
     name: 'clusterdns_recordbuilder_event_apply_duration_seconds',
     help: 'Time to apply one watch event to the store, by resource.',
     labelNames: ['resource'],
-    buckets: [0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05],
+    buckets: [0.00001, 0.000025, 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0025, 0.005, 0.01, 0.05],
     registers: [registry],
   });
   const ready = new Gauge({

@@ -38,14 +38,27 @@ function addressRr(name: Fqdn, ip: string, ttl: number): Rr {
   return { name, type: isIP(ip) === 6 ? QTYPE.AAAA : QTYPE.A, class: QCLASS.IN, ttl, address: ip };
 }
 
-function push(set: RecordSet, name: Fqdn, rr: Rr): void {
-  const list = set.get(name);
-  if (!list) set.set(name, [rr]);
-  else if (!list.some((r) => sameRr(r, rr))) list.push(rr);
-}
+/**
+ * Records being built, with the data already at each name, so a duplicate (the same IP in two
+ * endpoints) is one record. Keys are per name and short: this runs for every record of every
+ * rebuilt Service.
+ */
+class RecordSetBuilder {
+  readonly set: RecordSet = new Map();
+  private readonly seen = new Map<Fqdn, Set<string>>();
 
-function sameRr(a: Rr, b: Rr): boolean {
-  return a.type === b.type && a.address === b.address && a.target === b.target && a.port === b.port;
+  push(name: Fqdn, rr: Rr): void {
+    const key = `${rr.type}|${rr.address ?? rr.target}|${rr.port ?? ''}`;
+    const keys = this.seen.get(name);
+    if (!keys) {
+      this.seen.set(name, new Set([key]));
+      this.set.set(name, [rr]);
+      return;
+    }
+    if (keys.has(key)) return;
+    keys.add(key);
+    (this.set.get(name) as Rr[]).push(rr);
+  }
 }
 
 function srv(name: Fqdn, port: number, target: Fqdn, ttl: number): Rr {
@@ -68,26 +81,28 @@ export function buildServiceRecords(
   groups: Iterable<EndpointGroup>,
   context: RecordContext,
 ): RecordSet {
-  const set: RecordSet = new Map();
+  const builder = new RecordSetBuilder();
+  const set = builder.set;
+  const push = (name: Fqdn, rr: Rr) => builder.push(name, rr);
   const ttl = context.ttlSeconds;
   const base = toFqdn(`${service.name}.${service.namespace}.svc.${context.zone}`);
 
   if (service.kind === 'external-name') {
     if (service.externalName) {
-      push(set, base, { name: base, type: QTYPE.CNAME, class: QCLASS.IN, ttl, target: toFqdn(service.externalName) });
+      push(base, { name: base, type: QTYPE.CNAME, class: QCLASS.IN, ttl, target: toFqdn(service.externalName) });
     }
     return set;
   }
 
   if (service.kind === 'cluster-ip') {
     for (const ip of service.clusterIPs) {
-      push(set, base, addressRr(base, ip, ttl));
-      push(set, reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: base });
+      push(base, addressRr(base, ip, ttl));
+      push(reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: base });
     }
     if (service.clusterIPs.length > 0) {
       for (const p of service.ports) {
-        push(set, base, srv(base, p.port, base, ttl));
-        if (p.name) push(set, portOwner(p, base), srv(portOwner(p, base), p.port, base, ttl));
+        push(base, srv(base, p.port, base, ttl));
+        if (p.name) push(portOwner(p, base), srv(portOwner(p, base), p.port, base, ttl));
       }
     }
     weighSrvs(set);
@@ -98,16 +113,16 @@ export function buildServiceRecords(
   for (const { endpoint, group } of publishedEndpoints(service, groups)) {
     const host = toFqdn(`${endpointLabel(endpoint)}.${base}`);
     for (const ip of endpoint.addresses) {
-      push(set, base, addressRr(base, ip, ttl));
-      push(set, host, addressRr(host, ip, ttl));
+      push(base, addressRr(base, ip, ttl));
+      push(host, addressRr(host, ip, ttl));
       if (endpoint.hostname) {
-        push(set, reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: host });
+        push(reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: host });
       }
     }
     // Endpoint ports come from the slice; a port the Service names but the slice lacks has no SRV.
     for (const p of group.ports) {
-      push(set, base, srv(base, p.port, host, ttl));
-      if (p.name) push(set, portOwner(p, base), srv(portOwner(p, base), p.port, host, ttl));
+      push(base, srv(base, p.port, host, ttl));
+      if (p.name) push(portOwner(p, base), srv(portOwner(p, base), p.port, host, ttl));
     }
   }
   weighSrvs(set);

@@ -53,6 +53,21 @@ export interface Watchers {
 
 type Apply<T> = { upsert(object: T): void; remove(object: T): void };
 
+/**
+ * client-node's informer keeps every object it has seen, only to notice deletions on a relist
+ * (by name) and skip unchanged updates (by resourceVersion). Once an object has been turned into
+ * our own small types, its bulky parts are dropped from that cache: at 100,000 endpoints this
+ * halves the heap, and managedFields alone can be most of an object in a real cluster.
+ */
+function slim(object: KubernetesObject, fields: readonly string[]): void {
+  const o = object as Record<string, unknown>;
+  for (const f of fields) delete o[f];
+  if (object.metadata) {
+    delete object.metadata.managedFields;
+    delete object.metadata.annotations;
+  }
+}
+
 function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesObject> } {
   const meta = (o: KubernetesObject) => ({ ns: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' });
   return {
@@ -60,6 +75,7 @@ function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesO
       upsert: (o) => {
         const info = toServiceInfo(o as V1Service);
         if (info) state.upsertService(info);
+        slim(o, ['status']);
       },
       remove: (o) => state.deleteService(meta(o).ns, meta(o).name),
     },
@@ -68,6 +84,7 @@ function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesO
         const group = toEndpointGroup(o as V1EndpointSlice);
         if (group) state.upsertGroup(group);
         else state.deleteGroup(meta(o).ns, meta(o).name);
+        slim(o, ['endpoints', 'ports']);
       },
       remove: (o) => state.deleteGroup(meta(o).ns, meta(o).name),
     },
@@ -75,6 +92,7 @@ function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesO
       upsert: (o) => {
         const group = toEndpointGroupFromEndpoints(o as V1Endpoints);
         if (group) state.upsertGroup(group);
+        slim(o, ['subsets']);
       },
       remove: (o) => state.deleteGroup(meta(o).ns, meta(o).name),
     },
@@ -82,6 +100,7 @@ function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesO
       upsert: (o) => {
         const pod = toPodInfo(o as V1Pod);
         if (pod) state.upsertPod(pod);
+        slim(o, ['spec', 'status']);
       },
       remove: (o) => state.deletePod(meta(o).ns, meta(o).name),
     },

@@ -18,7 +18,11 @@ function ipv6Nibbles(address: string): string {
 
 /** The PTR owner of an address: `4.3.2.1.in-addr.arpa.` or the nibble form under `ip6.arpa.`. */
 export function reverseNameOf(address: string): Fqdn {
-  if (isIP(address) === 4) return toFqdn(`${address.split('.').reverse().join('.')}.in-addr.arpa`);
+  if (isIP(address) === 4) {
+    const [a, b, c, d] = address.split('.');
+    // Digits and dots only: already canonical, no lowercasing needed.
+    return `${d}.${c}.${b}.${a}.in-addr.arpa.` as Fqdn;
+  }
   if (isIP(address) === 6) return toFqdn(`${ipv6Nibbles(address).split('').reverse().join('.')}.ip6.arpa`);
   throw new Error(`not an IP address: ${address}`);
 }
