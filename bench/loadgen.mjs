@@ -66,26 +66,23 @@ function finish() {
 if (transport === 'udp') {
   const socket = dgram.createSocket('udp4');
   socket.on('error', () => {});
-  let outstanding = 0;
   socket.on('message', (msg) => {
     if (!onReply(msg)) return;
-    outstanding--;
-    if (rate === 0 && performance.now() < deadline) {
-      outstanding++;
-      socket.send(nextQuery(), port, host);
-    }
+    if (rate === 0 && performance.now() < deadline) socket.send(nextQuery(), port, host);
   });
   socket.bind(0, '127.0.0.1', () => {
     if (rate === 0) {
-      for (let i = 0; i < window; i++) {
-        outstanding++;
-        socket.send(nextQuery(), port, host);
-      }
+      for (let i = 0; i < window; i++) socket.send(nextQuery(), port, host);
       // Refill the window for queries that were lost.
       setInterval(() => {
         const stale = performance.now() - timeoutMs;
         let lost = 0;
-        for (let i = 0; i < 65536; i++) if (sentAt[i] !== 0 && sentAt[i] < stale) (sentAt[i] = 0), lost++;
+        for (let i = 0; i < 65536; i++) {
+          if (sentAt[i] !== 0 && sentAt[i] < stale) {
+            sentAt[i] = 0;
+            lost++;
+          }
+        }
         for (let i = 0; i < lost && performance.now() < deadline; i++) socket.send(nextQuery(), port, host);
       }, 500).unref();
     } else {
