@@ -99,19 +99,20 @@ export class ReplyCache {
     return entry.ttlSeconds - Math.floor((this.now() - entry.storedAtMs) / 1000);
   }
 
-  /** A fresh copy with remaining TTLs, or undefined. Counts nothing: the caller counts hits. */
-  get(key: string): Buffer | undefined {
+  /**
+   * The entry and its remaining TTL, or undefined when absent or expired. The caller copies the
+   * bytes once, patching the remaining TTL in (finishFromTemplate). Counts nothing: the caller
+   * counts hits.
+   */
+  get(key: string): { entry: CachedReply; remainingSeconds: number } | undefined {
     const entry = this.lru?.get(key);
     if (!entry) return undefined;
-    const remaining = this.remainingSeconds(entry);
-    if (remaining <= 0) {
+    const remainingSeconds = this.remainingSeconds(entry);
+    if (remainingSeconds <= 0) {
       this.lru?.delete(key);
       return undefined;
     }
-    const out = Buffer.allocUnsafe(entry.wire.length);
-    entry.wire.copy(out);
-    if (remaining !== entry.ttlSeconds) for (const offset of entry.ttlOffsets) out.writeUInt32BE(remaining, offset);
-    return out;
+    return { entry, remainingSeconds };
   }
 
   set(key: string, entry: CachedReply): void {

@@ -2,6 +2,7 @@ import { CloseStack, type Logger, parseKubeDnsConfig, sleep } from '@cluster-dns
 import {
   buildBareResponse,
   buildFormatErrorResponse,
+  createUdpPool,
   type DnsListener,
   finishFromTemplate,
   listenDns,
@@ -45,8 +46,6 @@ export interface Forwarder {
   disabledServers(): string[];
 }
 
-const AA_BIT = 0x0400;
-
 /** The dnsmasq container: cache, stub domains, upstreams. Building it does no I/O. */
 export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps): Forwarder {
   const { log } = deps;
@@ -69,7 +68,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   let rejectedReplies = 0;
   const loops = createLoopDetector({ log, disabled });
 
+  const udpPool = createUdpPool();
   const forwardOptions = {
+    exchangeUdp: udpPool.exchange,
     timeoutMs: options.upstreamTimeoutMs,
     deadlineMs: options.forwardDeadlineMs,
     counters: serverCounters,
@@ -86,12 +87,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
 
   const cacheKey = (q: ParsedQuery) => `${q.key}|${q.qtype}|${q.qclass}|${q.edns?.dnssecOk ? 1 : 0}`;
 
-  const finish = (template: Buffer, q: ParsedQuery, context: QueryContext, fromCache: boolean): Buffer => {
-    const out = finishFromTemplate(template, q, maxResponseBytes(q, context.transport));
-    // Answers from our cache are not authoritative (RFC 1035 §6.1.3), as dnsmasq marks them.
-    if (fromCache) out.writeUInt16BE(out.readUInt16BE(2) & ~AA_BIT, 2);
-    return out;
-  };
+  const finish = (template: Buffer, q: ParsedQuery, context: QueryContext): Buffer =>
+    finishFromTemplate(template, q, maxResponseBytes(q, context.transport));
 
   const lookupUpstream = async (q: ParsedQuery, key: string): Promise<Buffer | undefined> => {
     try {
@@ -131,7 +128,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       counters.hits++;
       if (options.logQueries)
         log.info('query', { qname: q.qname, qtype: q.qtype, from: context.remoteAddress, answer: 'cached' });
-      return finish(hit, q, context, true);
+      // One copy: the remaining TTL patched in, and AA cleared: our cache is not authoritative
+      // (RFC 1035 §6.1.3), as dnsmasq marks it.
+      return finishFromTemplate(hit.entry.wire, q, maxResponseBytes(q, context.transport), {
+        ttlOffsets: hit.remainingSeconds === hit.entry.ttlSeconds ? undefined : hit.entry.ttlOffsets,
+        ttlSeconds: hit.remainingSeconds,
+        clearAuthoritative: true,
+      });
     }
     counters.misses++;
     const route = routes.routeFor(q.key);
@@ -145,9 +148,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       inflight.set(key, pending);
     }
     return pending.then((template) =>
-      template
-        ? finish(template, q, context, false)
-        : buildBareResponse(q, RCODE.SERVFAIL, { recursionAvailable: true }),
+      template ? finish(template, q, context) : buildBareResponse(q, RCODE.SERVFAIL, { recursionAvailable: true }),
     );
   };
 
@@ -250,6 +251,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       await closers.close(log);
       // In-flight upstream queries end by their own deadline; wait for them, bounded by it.
       await Promise.race([Promise.allSettled([...inflight.values()]), sleep(options.forwardDeadlineMs)]);
+      udpPool.close();
     },
   };
 }

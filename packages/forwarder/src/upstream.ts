@@ -1,5 +1,6 @@
 import { ClusterDnsError, type HostPort } from '@cluster-dns/runtime';
 import {
+  type ExchangeOptions,
   encodeOptRecord,
   exchangeRaw,
   type Fqdn,
@@ -35,6 +36,8 @@ export interface UpstreamQuestion {
 }
 
 export interface ForwardOptions {
+  /** Sends one UDP query (the forwarder's socket pool). */
+  exchangeUdp: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
   timeoutMs: number;
   deadlineMs: number;
   counters: Map<string, ServerCounters>;
@@ -86,7 +89,7 @@ export async function forwardQuery(
     const timeoutMs = Math.min(options.timeoutMs, left);
     const onRejected = (reason: RejectReason) => options.onRejected(id, reason);
     try {
-      let reply = await exchangeRaw(server, buildUpstreamQuery(q), { transport: 'udp', timeoutMs, onRejected });
+      let reply = await options.exchangeUdp(server, buildUpstreamQuery(q), { timeoutMs, onRejected });
       if ((reply.readUInt16BE(2) & 0x0200) !== 0) {
         reply = await exchangeRaw(server, buildUpstreamQuery(q), {
           transport: 'tcp',

@@ -61,7 +61,9 @@ export {
   finishFromTemplate,
   HEADER_FLAGS,
   maxResponseBytes,
+  type TemplatePatch,
   type Transport,
 } from './response.js';
 export { type ScannedRecord, type ScannedResponse, scanResponse, stripOpt } from './response-scan.js';
 export { addressFromReverseName, canonicalIpv6, reverseNameOf } from './reverse-name.js';
+export { createUdpPool, type UdpPool, type UdpPoolOptions } from './udp-pool.js';

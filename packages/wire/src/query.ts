@@ -39,11 +39,7 @@ export function parseQuery(raw: Buffer): ParsedQuery {
   if (flags & 0x8000) throw new QueryFormatError('QR is set: a response, not a query', false);
   const qdcount = raw.readUInt16BE(4);
   if (qdcount !== 1) throw new QueryFormatError(`QDCOUNT is ${qdcount}, expected 1`, true);
-  const { name, end } = readName(raw, HEADER_BYTES);
-  // Answers are patched in place with the question's bytes, so the question must be written out.
-  for (let pos = HEADER_BYTES; raw[pos] !== 0; pos += 1 + (raw[pos] as number)) {
-    if (((raw[pos] as number) & 0xc0) !== 0) throw new QueryFormatError('compression pointer in the question', true);
-  }
+  const { name, end } = readQuestionName(raw);
   if (end + 4 > raw.length) throw new QueryFormatError('question runs past the end of the message', true);
   const qtype = raw.readUInt16BE(end);
   const qclass = raw.readUInt16BE(end + 2);
@@ -63,6 +59,41 @@ export function parseQuery(raw: Buffer): ParsedQuery {
     raw,
   };
 }
+
+/**
+ * The question name, read in one pass: the hot path of every query. Answers are patched in place
+ * with the question's bytes, so a compression pointer here is refused. A label holding a dot or a
+ * backslash goes through readName, which escapes them.
+ */
+function readQuestionName(raw: Buffer): { name: string; end: number } {
+  let pos = HEADER_BYTES;
+  let total = 0;
+  for (;;) {
+    if (pos >= raw.length) throw new QueryFormatError('name runs past the end of the message', true);
+    const len = raw[pos] as number;
+    if (len === 0) break;
+    if ((len & 0xc0) !== 0) throw new QueryFormatError('compression pointer in the question', true);
+    if (len > 63) throw new QueryFormatError('label longer than 63 octets', true);
+    if (pos + 1 + len > raw.length) throw new QueryFormatError('label runs past the end of the message', true);
+    for (let i = pos + 1; i <= pos + len; i++) {
+      const c = raw[i] as number;
+      if (c === 0x2e || c === 0x5c) return readName(raw, HEADER_BYTES);
+    }
+    total += len + 1;
+    if (total > 255) throw new QueryFormatError('name longer than 255 octets', true);
+    pos += 1 + len;
+  }
+  if (pos === HEADER_BYTES) return { name: '.', end: pos + 1 };
+  // "\x03www\x07example\x03org\x00" → "www.example.org.": each label's length octet becomes the
+  // dot after it, in a scratch buffer, then one string is made.
+  raw.copy(scratch, 0, HEADER_BYTES + 1, pos + 1);
+  for (let at = HEADER_BYTES; raw[at] !== 0; at += (raw[at] as number) + 1) {
+    scratch[at - HEADER_BYTES + (raw[at] as number)] = 0x2e;
+  }
+  return { name: scratch.toString('latin1', 0, pos - HEADER_BYTES), end: pos + 1 };
+}
+
+const scratch = Buffer.alloc(256);
 
 function readEdns(raw: Buffer, start: number): Edns | undefined {
   const rrCount = raw.readUInt16BE(6) + raw.readUInt16BE(8);

@@ -58,18 +58,31 @@ export function buildFormatErrorResponse(raw: Buffer): Buffer | undefined {
   return out;
 }
 
+export interface TemplatePatch {
+  /** Offsets of TTL fields to overwrite with `ttlSeconds` (a cache's remaining time). */
+  ttlOffsets?: readonly number[];
+  ttlSeconds?: number;
+  /** Clear AA: an answer from a cache is not authoritative. */
+  clearAuthoritative?: boolean;
+}
+
 /**
  * Turns a precomputed reply (ID 0, question in canonical case, no OPT) into the reply to this
  * query: its ID, RD and CD bits, the question's case as asked, an OPT when the query had one,
  * and TC with an empty body when it is bigger than `limitBytes`. No decode, no encode.
  */
-export function finishFromTemplate(template: Buffer, query: ParsedQuery, limitBytes: number): Buffer {
+export function finishFromTemplate(
+  template: Buffer,
+  query: ParsedQuery,
+  limitBytes: number,
+  patch?: TemplatePatch,
+): Buffer {
   const opt = query.edns ? encodeOptRecord({ dnssecOk: query.edns.dnssecOk }) : undefined;
   const size = template.length + (opt?.length ?? 0);
   if (size > limitBytes) {
     const flags = template.readUInt16BE(2);
     return buildBareResponse(query, flags & 0xf, {
-      authoritative: (flags & AA) !== 0,
+      authoritative: (flags & AA) !== 0 && !patch?.clearAuthoritative,
       recursionAvailable: (flags & RA) !== 0,
       truncated: true,
     });
@@ -80,7 +93,11 @@ export function finishFromTemplate(template: Buffer, query: ParsedQuery, limitBy
   let flags = template.readUInt16BE(2) & ~(RD | CD);
   if (query.rd) flags |= RD;
   if (query.cd) flags |= CD;
+  if (patch?.clearAuthoritative) flags &= ~AA;
   out.writeUInt16BE(flags, 2);
+  if (patch?.ttlOffsets && patch.ttlSeconds !== undefined) {
+    for (const offset of patch.ttlOffsets) out.writeUInt32BE(patch.ttlSeconds, offset);
+  }
   // Same name, same length: copy the asker's spelling over the canonical one (0x20 echo).
   query.raw.copy(out, HEADER_BYTES, HEADER_BYTES, query.questionEnd - 4);
   if (opt) {
