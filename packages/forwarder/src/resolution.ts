@@ -50,16 +50,20 @@ export async function resolveQuestion(
     rcode = raw.readUInt16BE(2) & 0xf;
   }
   let wire = normalize(raw, q.name);
-  if (
+  let scanned = scanResponse(wire);
+  // Only a reply whose answer holds a CNAME and nothing of the type asked needs the (slow) decode.
+  const mayChase =
     route.kind !== 'upstream' &&
     rcode === RCODE.NOERROR &&
     q.qtype !== QTYPE.CNAME &&
     q.qtype !== QTYPE.ANY &&
-    depth < MAX_CHASE
-  ) {
+    depth < MAX_CHASE &&
+    scanned.records.some((r) => r.section === 'answer' && r.type === QTYPE.CNAME);
+  if (mayChase) {
     wire = await chaseCname(routes, q, wire, options, depth);
+    scanned = scanResponse(wire);
   }
-  return { wire, scanned: scanResponse(wire), route };
+  return { wire, scanned, route };
 }
 
 /** OPT removed, ID 0, RA set, and our canonical question (the upstream may have changed its case). */
