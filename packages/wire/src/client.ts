@@ -31,7 +31,7 @@ export function randomQueryId(): number {
 }
 
 /** Question section of a message, lowercased, for comparing a reply with its query. */
-function questionKey(message: Buffer): string | undefined {
+export function questionKey(message: Buffer): string | undefined {
   try {
     if (message.readUInt16BE(4) !== 1) return undefined;
     const { name, end } = readName(message, HEADER_BYTES);

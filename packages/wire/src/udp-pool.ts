@@ -1,9 +1,8 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { type DnsServer, type ExchangeOptions, randomQueryId } from './client.js';
+import { type DnsServer, type ExchangeOptions, questionKey, randomQueryId } from './client.js';
 import { HEADER_BYTES } from './constants.js';
 import { DnsTimeoutError } from './errors.js';
-import { readName } from './names-on-wire.js';
 
 interface Pending {
   server: DnsServer;
@@ -39,18 +38,6 @@ export interface UdpPoolOptions {
 export interface UdpPool {
   exchange(server: DnsServer, query: Buffer, options?: ExchangeOptions): Promise<Buffer>;
   close(): void;
-}
-
-function questionKey(message: Buffer): string | undefined {
-  try {
-    if (message.readUInt16BE(4) !== 1) return undefined;
-    const { name, end } = readName(message, HEADER_BYTES);
-    if (end + 4 > message.length) return undefined;
-    return `${name.toLowerCase()}/${message.readUInt16BE(end)}/${message.readUInt16BE(end + 2)}`;
-  } catch {
-    // An unreadable question matches nothing.
-    return undefined;
-  }
 }
 
 /**
