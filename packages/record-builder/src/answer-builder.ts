@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { type Fqdn, isInZone, QCLASS, QTYPE, RCODE, type Rr, toFqdn } from '@cluster-dns/wire';
 import type { ClusterState } from './cluster-state.js';
 import { type PodsMode, parsePodName } from './pod-records.js';
+import { withSrvWeights } from './service-records.js';
 
 export interface ZoneView {
   readonly zone: Fqdn;
@@ -111,6 +112,7 @@ export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: numbe
     answers = qtype === QTYPE.ANY ? rrs : rrs.filter((r) => r.type === qtype);
   }
   if (answers.length === 0) return negative(RCODE.NOERROR);
+  answers = withSrvWeights(answers);
   const additionals: Rr[] = [];
   for (const srv of answers) {
     if (srv.type !== QTYPE.SRV || !srv.target) continue;

@@ -1,5 +1,6 @@
 import { typeName } from '@cluster-dns/wire';
 import type { ClusterState } from './cluster-state.js';
+import { withSrvWeights } from './service-records.js';
 
 /** The record store as JSON for `GET /cache` (kube-dns has the same endpoint), optionally one name. */
 export function dumpStore(state: ClusterState, onlyName?: string) {
@@ -8,7 +9,7 @@ export function dumpStore(state: ClusterState, onlyName?: string) {
   for (const [name, byOwner] of state.index.entries()) {
     if (filter && name !== filter) continue;
     records[name] = [...byOwner.entries()].flatMap(([owner, rrs]) =>
-      rrs.map((rr) => ({
+      withSrvWeights(rrs).map((rr) => ({
         owner,
         type: typeName(rr.type),
         ttl: rr.ttl,

@@ -1,7 +1,7 @@
 import { type Fqdn, QCLASS, QTYPE, toFqdn } from '@cluster-dns/wire';
 import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { RecordIndex } from './record-index.js';
-import { buildServiceRecords, type RecordContext } from './service-records.js';
+import { buildServiceRecords, type FragmentCache, type RecordContext } from './service-records.js';
 
 /** The DNS schema version this server implements (spec §2.1). */
 export const SCHEMA_VERSION = '1.1.0';
@@ -17,6 +17,7 @@ export class ClusterState {
   private readonly groups = new Map<string, EndpointGroup>();
   private readonly groupsByService = new Map<string, Set<string>>();
   private readonly podIps = new Map<string, Map<string, readonly string[]>>();
+  private readonly fragments = new Map<string, FragmentCache['previous']>();
   private serialNumber: number;
 
   constructor(
@@ -127,7 +128,10 @@ export class ClusterState {
     const service = this.services.get(owner);
     const groupKeys = this.groupsByService.get(owner) ?? new Set<string>();
     const groups = [...groupKeys].map((k) => this.groups.get(k)).filter((g): g is EndpointGroup => g !== undefined);
-    const next = service ? buildServiceRecords(service, groups, this.context) : undefined;
+    const cache: FragmentCache = { previous: this.fragments.get(owner) ?? new Map(), next: new Map() };
+    const next = service ? buildServiceRecords(service, groups, this.context, cache) : undefined;
+    if (service && cache.next.size > 0) this.fragments.set(owner, cache.next);
+    else this.fragments.delete(owner);
     const before = this.index.replace(owner, next);
     if (before.length === 0) return;
     // Answers for one name may carry records of the owner's other names (SRV targets in the

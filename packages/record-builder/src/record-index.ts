@@ -144,6 +144,7 @@ function sameRecords(a: readonly Rr[], b: readonly Rr[]): boolean {
   for (let i = 0; i < a.length; i++) {
     const x = a[i] as Rr;
     const y = b[i] as Rr;
+    if (x === y) continue;
     if (
       x.type !== y.type ||
       x.ttl !== y.ttl ||

@@ -38,6 +38,52 @@ function addressRr(name: Fqdn, ip: string, ttl: number): Rr {
   return { name, type: isIP(ip) === 6 ? QTYPE.AAAA : QTYPE.A, class: QCLASS.IN, ttl, address: ip };
 }
 
+const recordKey = (rr: Rr) => `${rr.type}|${rr.address ?? rr.target}|${rr.port ?? ''}`;
+
+/** The records one published endpoint contributes, with their keys: reused while it is unchanged. */
+interface Fragment {
+  readonly entries: ReadonlyArray<readonly [Fqdn, string, Rr]>;
+}
+
+/**
+ * Fragments of one Service's endpoints by endpoint identity. A rebuild takes the unchanged ones
+ * from the last build instead of making their records again: an EndpointSlice event that flips
+ * one endpoint of a hundred then allocates one endpoint's records, and the store's diff finds the
+ * other names unchanged by identity.
+ */
+export interface FragmentCache {
+  previous: ReadonlyMap<string, Fragment>;
+  next: Map<string, Fragment>;
+}
+
+const portSignatures = new WeakMap<EndpointGroup, string>();
+function portSignature(group: EndpointGroup): string {
+  let sig = portSignatures.get(group);
+  if (sig === undefined) {
+    sig = group.ports.map((p) => `${p.name}/${p.protocol}/${p.port}`).join(',');
+    portSignatures.set(group, sig);
+  }
+  return sig;
+}
+
+function endpointFragment(endpoint: EndpointInfo, group: EndpointGroup, base: Fqdn, ttl: number): Fragment {
+  const entries: Array<readonly [Fqdn, string, Rr]> = [];
+  const add = (name: Fqdn, rr: Rr) => entries.push([name, recordKey(rr), rr]);
+  const host = toFqdn(`${endpointLabel(endpoint)}.${base}`);
+  for (const ip of endpoint.addresses) {
+    add(base, addressRr(base, ip, ttl));
+    add(host, addressRr(host, ip, ttl));
+    if (endpoint.hostname)
+      add(reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: host });
+  }
+  // Endpoint ports come from the slice; a port the Service names but the slice lacks has no SRV.
+  for (const p of group.ports) {
+    add(base, srv(base, p.port, host, ttl));
+    if (p.name) add(portOwner(p, base), srv(portOwner(p, base), p.port, host, ttl));
+  }
+  return { entries };
+}
+
 /**
  * Records being built, with the data already at each name, so a duplicate (the same IP in two
  * endpoints) is one record. Keys are per name and short: this runs for every record of every
@@ -48,7 +94,10 @@ class RecordSetBuilder {
   private readonly seen = new Map<Fqdn, Set<string>>();
 
   push(name: Fqdn, rr: Rr): void {
-    const key = `${rr.type}|${rr.address ?? rr.target}|${rr.port ?? ''}`;
+    this.pushKeyed(name, recordKey(rr), rr);
+  }
+
+  pushKeyed(name: Fqdn, key: string, rr: Rr): void {
     const keys = this.seen.get(name);
     if (!keys) {
       this.seen.set(name, new Set([key]));
@@ -65,12 +114,16 @@ function srv(name: Fqdn, port: number, target: Fqdn, ttl: number): Rr {
   return { name, type: QTYPE.SRV, class: QCLASS.IN, ttl, priority: SRV_PRIORITY, weight: 0, port, target };
 }
 
-/** After all SRVs of a name are known: weight = floor(100 / N), as kube-dns. */
-function weighSrvs(set: RecordSet): void {
-  for (const rrs of set.values()) {
-    const srvs = rrs.filter((r) => r.type === QTYPE.SRV);
-    for (const r of srvs) r.weight = Math.floor(100 / srvs.length);
-  }
+/**
+ * SRV weights as kube-dns gives them: floor(100 / N) for the N records of one RRset. They depend
+ * on the whole RRset, so stored records carry none and answers get them here, when encoded.
+ */
+export function withSrvWeights(rrs: readonly Rr[]): Rr[] {
+  let count = 0;
+  for (const r of rrs) if (r.type === QTYPE.SRV) count++;
+  if (count === 0) return [...rrs];
+  const weight = Math.floor(100 / count);
+  return rrs.map((r) => (r.type === QTYPE.SRV && r.weight !== weight ? { ...r, weight } : r));
 }
 
 const portOwner = (p: ServicePort, base: Fqdn) => toFqdn(`_${p.name}._${p.protocol}.${base}`);
@@ -80,6 +133,7 @@ export function buildServiceRecords(
   service: ServiceInfo,
   groups: Iterable<EndpointGroup>,
   context: RecordContext,
+  fragments: FragmentCache = { previous: new Map(), next: new Map() },
 ): RecordSet {
   const builder = new RecordSetBuilder();
   const set = builder.set;
@@ -105,26 +159,16 @@ export function buildServiceRecords(
         if (p.name) push(portOwner(p, base), srv(portOwner(p, base), p.port, base, ttl));
       }
     }
-    weighSrvs(set);
     return set;
   }
 
   // Headless: the endpoints themselves.
   for (const { endpoint, group } of publishedEndpoints(service, groups)) {
-    const host = toFqdn(`${endpointLabel(endpoint)}.${base}`);
-    for (const ip of endpoint.addresses) {
-      push(base, addressRr(base, ip, ttl));
-      push(host, addressRr(host, ip, ttl));
-      if (endpoint.hostname) {
-        push(reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: host });
-      }
-    }
-    // Endpoint ports come from the slice; a port the Service names but the slice lacks has no SRV.
-    for (const p of group.ports) {
-      push(base, srv(base, p.port, host, ttl));
-      if (p.name) push(portOwner(p, base), srv(portOwner(p, base), p.port, host, ttl));
-    }
+    const key = `${endpoint.hostname ?? ''}|${endpoint.addresses.join(',')}|${portSignature(group)}`;
+    let fragment = fragments.next.get(key) ?? fragments.previous.get(key);
+    if (!fragment) fragment = endpointFragment(endpoint, group, base, ttl);
+    fragments.next.set(key, fragment);
+    for (const [name, recordKeyText, rr] of fragment.entries) builder.pushKeyed(name, recordKeyText, rr);
   }
-  weighSrvs(set);
   return set;
 }

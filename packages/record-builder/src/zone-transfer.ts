@@ -1,5 +1,6 @@
 import { encodeMessage, isInZone, type ParsedQuery, QTYPE, type Rr } from '@cluster-dns/wire';
 import { soaRecord, type ZoneView } from './answer-builder.js';
+import { withSrvWeights } from './service-records.js';
 
 /** Records per message: small enough that a message stays far below 64 KiB. */
 const RECORDS_PER_MESSAGE = 200;
@@ -13,7 +14,7 @@ export function buildZoneTransfer(view: ZoneView, q: ParsedQuery): Buffer[] {
   ];
   for (const [name, byOwner] of view.state.index.entries()) {
     if (!isInZone(name, view.zone)) continue;
-    for (const rrs of byOwner.values()) records.push(...rrs);
+    records.push(...withSrvWeights([...byOwner.values()].flat()));
   }
   records.push(soa);
   const messages: Buffer[] = [];
