@@ -38,11 +38,13 @@ function addressRr(name: Fqdn, ip: string, ttl: number): Rr {
   return { name, type: isIP(ip) === 6 ? QTYPE.AAAA : QTYPE.A, class: QCLASS.IN, ttl, address: ip };
 }
 
-const recordKey = (rr: Rr) => `${rr.type}|${rr.address ?? rr.target}|${rr.port ?? ''}`;
-
-/** The records one published endpoint contributes, with their keys: reused while it is unchanged. */
+/**
+ * The records one published endpoint contributes (owner names and records, side by side), reused
+ * while it is unchanged. Kept lean: there is one per endpoint, 100,000 in a large cluster.
+ */
 interface Fragment {
-  readonly entries: ReadonlyArray<readonly [Fqdn, string, Rr]>;
+  readonly names: readonly Fqdn[];
+  readonly rrs: readonly Rr[];
 }
 
 /**
@@ -67,8 +69,12 @@ function portSignature(group: EndpointGroup): string {
 }
 
 function endpointFragment(endpoint: EndpointInfo, group: EndpointGroup, base: Fqdn, ttl: number): Fragment {
-  const entries: Array<readonly [Fqdn, string, Rr]> = [];
-  const add = (name: Fqdn, rr: Rr) => entries.push([name, recordKey(rr), rr]);
+  const names: Fqdn[] = [];
+  const rrs: Rr[] = [];
+  const add = (name: Fqdn, rr: Rr) => {
+    names.push(name);
+    rrs.push(rr);
+  };
   const host = toFqdn(`${endpointLabel(endpoint)}.${base}`);
   for (const ip of endpoint.addresses) {
     add(base, addressRr(base, ip, ttl));
@@ -81,31 +87,31 @@ function endpointFragment(endpoint: EndpointInfo, group: EndpointGroup, base: Fq
     add(base, srv(base, p.port, host, ttl));
     if (p.name) add(portOwner(p, base), srv(portOwner(p, base), p.port, host, ttl));
   }
-  return { entries };
+  return { names, rrs };
 }
 
 /**
  * Records being built, with the data already at each name, so a duplicate (the same IP in two
- * endpoints) is one record. Keys are per name and short: this runs for every record of every
- * rebuilt Service.
+ * endpoints, two endpoints with one hostname) is one record. The check uses strings the records
+ * already hold, not new keys: this runs for every record of every rebuilt Service.
  */
 class RecordSetBuilder {
   readonly set: RecordSet = new Map();
-  private readonly seen = new Map<Fqdn, Set<string>>();
+  private readonly seen = new Map<Fqdn, Map<string, Rr[]>>();
 
   push(name: Fqdn, rr: Rr): void {
-    this.pushKeyed(name, recordKey(rr), rr);
-  }
-
-  pushKeyed(name: Fqdn, key: string, rr: Rr): void {
-    const keys = this.seen.get(name);
-    if (!keys) {
-      this.seen.set(name, new Set([key]));
-      this.set.set(name, [rr]);
-      return;
+    const data = rr.address ?? rr.target ?? '';
+    let byData = this.seen.get(name);
+    if (!byData) {
+      byData = new Map();
+      this.seen.set(name, byData);
+      this.set.set(name, []);
     }
-    if (keys.has(key)) return;
-    keys.add(key);
+    const same = byData.get(data);
+    if (same) {
+      if (same.some((r) => r.type === rr.type && r.port === rr.port)) return;
+      same.push(rr);
+    } else byData.set(data, [rr]);
     (this.set.get(name) as Rr[]).push(rr);
   }
 }
@@ -168,7 +174,7 @@ export function buildServiceRecords(
     let fragment = fragments.next.get(key) ?? fragments.previous.get(key);
     if (!fragment) fragment = endpointFragment(endpoint, group, base, ttl);
     fragments.next.set(key, fragment);
-    for (const [name, recordKeyText, rr] of fragment.entries) builder.pushKeyed(name, recordKeyText, rr);
+    for (let i = 0; i < fragment.rrs.length; i++) builder.push(fragment.names[i] as Fqdn, fragment.rrs[i] as Rr);
   }
   return set;
 }
