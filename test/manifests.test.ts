@@ -149,7 +149,15 @@ describe('manifests', () => {
       expect(c.securityContext.capabilities.drop).toEqual(['ALL']);
       expect(c.securityContext.capabilities.add ?? []).toEqual(c.name === 'dnsmasq' ? ['NET_BIND_SERVICE'] : []);
       expect(c.resources.requests.memory).toBeDefined();
-      expect(c.resources.limits.memory).toBeDefined();
+      // The V8 heap cap must leave room under the memory limit (Mi) for the rest of the process.
+      const limitMi = Number(/^(\d+)Mi$/.exec(c.resources.limits.memory)?.[1]);
+      const heapMi = Number(
+        /--max-old-space-size=(\d+)/.exec(
+          c.env?.find((e: { name: string }) => e.name === 'NODE_OPTIONS')?.value ?? '',
+        )?.[1],
+      );
+      expect(heapMi).toBeGreaterThan(0);
+      expect(heapMi).toBeLessThanOrEqual(limitMi * 0.9);
     }
     expect((deployment.spec as Record<string, any>).strategy.rollingUpdate.maxUnavailable).toBe(0);
     const rbLameduckMs = parseFlags(recordBuilderFlags, container('kubedns').args).values.lameduck;
