@@ -138,16 +138,20 @@ describe('the three-process stack, through its public ports only', () => {
       })),
       ports: [{ name: 'pg', port: 5432, protocol: 'TCP' }],
     });
-    // Not cached yet through the forwarder under this name: seen at once.
-    await waitFor(
-      async () =>
-        (await resolver.resolve4('postgres-2.postgres.data.svc.cluster.local').catch((): string[] => [])).includes(
-          '10.244.3.33',
-        ),
-      {
-        what: 'the endpoint turning ready',
-      },
-    );
+    // Not cached yet through the forwarder under this name (negative answers are not cached with
+    // kube-dns's --no-negcache), so it shows as soon as the record-builder has the event.
+    const name = 'postgres-2.postgres.data.svc.cluster.local';
+    await waitFor(async () => (await resolver.resolve4(name).catch((): string[] => [])).includes('10.244.3.33'), {
+      what: 'the endpoint turning ready',
+      timeoutMs: 30_000,
+    }).catch(async (error: Error) => {
+      // Say where it is stuck: the record-builder itself, or the forwarder in front of it.
+      const direct = new Resolver({ timeout: 2000, tries: 1 });
+      direct.setServers([`127.0.0.1:${ports.recordBuilderPort}`]);
+      const seen = await direct.resolve4(name).catch((e: NodeJS.ErrnoException) => e.code);
+      error.message += `; the record-builder answers ${JSON.stringify(seen)}`;
+      throw error;
+    });
     await api('DELETE', '/api/v1/namespaces/shop/services/legacy');
     await waitFor(
       async () => (await resolver.resolve4('legacy.shop.svc.cluster.local').catch((e) => e.code)) === 'ENOTFOUND',
