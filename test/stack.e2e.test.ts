@@ -143,7 +143,7 @@ describe('the three-process stack, through its public ports only', () => {
     const name = 'postgres-2.postgres.data.svc.cluster.local';
     await waitFor(async () => (await resolver.resolve4(name).catch((): string[] => [])).includes('10.244.3.33'), {
       what: 'the endpoint turning ready',
-      timeoutMs: 30_000,
+      timeoutMs: 20_000,
     }).catch(async (error: Error) => {
       // Say where it is stuck: the record-builder itself, or the forwarder in front of it.
       const direct = new Resolver({ timeout: 2000, tries: 1 });
@@ -159,7 +159,7 @@ describe('the three-process stack, through its public ports only', () => {
         what: 'the deletion',
       },
     );
-  });
+  }, 60_000);
 
   it('reports healthy probes and the forwarder cache hits in the sidecar metrics', async () => {
     await waitFor(async () => (await get('/healthcheck/kubedns')).status === 200, { what: 'kubedns healthy' });
