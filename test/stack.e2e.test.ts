@@ -31,6 +31,13 @@ const get = async (path: string) => {
   const res = await fetch(`http://127.0.0.1:${ports.sidecarPort}${path}`);
   return { status: res.status, text: await res.text() };
 };
+/** What the record-builder logged lately, for a failure message. */
+const recordBuilderNotes = () =>
+  stack.logs
+    .map((l) => String(l.msg))
+    .filter((m) => m.startsWith('record-builder') && /"level":"(warn|error)"|watch|restart/.test(m))
+    .slice(-8)
+    .join(' | ');
 const dig = (...args: string[]) =>
   execFileSync('dig', ['@127.0.0.1', '-p', String(ports.dnsPort), '+short', '+time=2', '+tries=1', ...args], {
     encoding: 'utf8',
@@ -149,7 +156,7 @@ describe('the three-process stack, through its public ports only', () => {
       const direct = new Resolver({ timeout: 2000, tries: 1 });
       direct.setServers([`127.0.0.1:${ports.recordBuilderPort}`]);
       const seen = await direct.resolve4(name).catch((e: NodeJS.ErrnoException) => e.code);
-      error.message += `; the record-builder answers ${JSON.stringify(seen)}`;
+      error.message += `; the record-builder answers ${JSON.stringify(seen)}; it logged: ${recordBuilderNotes()}`;
       throw error;
     });
     await api('DELETE', '/api/v1/namespaces/shop/services/legacy');
@@ -157,8 +164,12 @@ describe('the three-process stack, through its public ports only', () => {
       async () => (await resolver.resolve4('legacy.shop.svc.cluster.local').catch((e) => e.code)) === 'ENOTFOUND',
       {
         what: 'the deletion',
+        timeoutMs: 20_000,
       },
-    );
+    ).catch((error: Error) => {
+      error.message += `; the record-builder logged: ${recordBuilderNotes()}`;
+      throw error;
+    });
   }, 60_000);
 
   it('reports healthy probes and the forwarder cache hits in the sidecar metrics', async () => {

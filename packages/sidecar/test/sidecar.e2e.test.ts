@@ -208,7 +208,10 @@ describe('sidecar against the real record-builder and forwarder', () => {
     const started = Date.now();
     expect((await get(`${s.url}/healthz`)).status).toBe(200);
     expect(Date.now() - started).toBeLessThan(200);
-    expect(JSON.parse((await get(`${s.url}/healthcheck/garbage`)).text).Err).toContain('no RRs');
+    await waitFor(async () => JSON.parse((await get(`${s.url}/healthcheck/garbage`)).text).Err.includes('no RRs'), {
+      what: 'the SERVFAIL probe to fail',
+      timeoutMs: 5000,
+    });
     expect(s.proc.child.exitCode).toBeNull();
     expect(await s.proc.stop('SIGTERM')).toBe(0);
   });
