@@ -97,8 +97,11 @@ await runMain(
         ]);
         const rbPort = rb.dnsPort as number;
         const fw = await launch('forwarder', [
+          // kube-dns's dnsmasq arguments, as the manifest gives them.
           '-k',
           '--cache-size=1000',
+          '--no-negcache',
+          '--dns-loop-detect',
           '--log-facility=-',
           '--listen-address=127.0.0.1',
           `--port=${values['dns-port']}`,
