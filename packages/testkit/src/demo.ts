@@ -6,31 +6,12 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { flag, nodeProcessHooks, runMain } from '@cluster-dns/runtime';
+import { join } from 'node:path';
+import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { startApiServer } from './api-server.js';
+import { demoFlags, repoRoot } from './demo-options.js';
 import { loadManifestFolder } from './manifests.js';
 import { type LaunchedProcess, launchProcess } from './process-launcher.js';
-
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-
-const flags = {
-  kubeconfig: flag.string('run against this cluster instead of the embedded demo cluster', ''),
-  manifests: flag.string('folder of YAML manifests for the demo cluster', join(repoRoot, 'manifests/demo')),
-  'dns-port': flag.int('public DNS port of the forwarder; 0 picks a free one', 1053, { min: 0, max: 65535 }),
-  'record-builder-port': flag.int('DNS port of the record-builder; 0 picks a free one', 10053, { min: 0, max: 65535 }),
-  'healthz-port': flag.int('record-builder readiness port; 0 picks a free one', 8081, { min: 0, max: 65535 }),
-  'metrics-port': flag.int('record-builder metrics port; 0 picks a free one', 10055, { min: 0, max: 65535 }),
-  'sidecar-port': flag.int('sidecar HTTP port; 0 picks a free one', 10054, { min: 0, max: 65535 }),
-  domain: flag.string('cluster domain', 'cluster.local'),
-  upstream: flag.string('upstream nameserver ip[#port] for names outside the cluster (default: /etc/resolv.conf)', ''),
-  'probe-interval': flag.int('sidecar probe interval in seconds', 5, { min: 1 }),
-  'poll-interval-ms': flag.int('sidecar poll interval of the forwarder statistics, in milliseconds', 5000, {
-    min: 100,
-  }),
-  lameduck: flag.string('lameduck period of the record-builder and forwarder (Go duration)', '1s'),
-};
 
 function prefixed(name: string) {
   return (line: string) => process.stdout.write(`${name.padEnd(15)}| ${line}\n`);
@@ -40,7 +21,7 @@ await runMain(
   {
     program: 'cluster-dns-demo',
     summary: 'Starts the whole cluster-dns stack on loopback, on the embedded demo cluster or a real one.',
-    flags,
+    flags: demoFlags,
     shutdownDeadlineMs: 20_000,
     start: async (values, { log }) => {
       const children: Array<{ name: string; process: LaunchedProcess }> = [];

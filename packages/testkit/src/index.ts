@@ -5,6 +5,7 @@ export {
   startApiServer,
   type TestApiServer,
 } from './api-server.js';
+export { demoFlags } from './demo-options.js';
 export * as fixtures from './fixtures.js';
 export { loadManifestFolder } from './manifests.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';

@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { demoFlags } from '@cluster-dns/testkit';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const readme = readFileSync(`${root}/README.md`, 'utf8');
+
+describe('README', () => {
+  it('names every flag of the demo launcher', () => {
+    for (const name of Object.keys(demoFlags)) expect(readme).toContain(`\`--${name}\``);
+  });
+
+  it('gives the two commands, and .ci/run runs the test one', () => {
+    const start = 'npx --yes pnpm@12.4.2 install && npx --yes pnpm@12.4.2 demo';
+    const test = 'npx --yes pnpm@12.4.2 install --frozen-lockfile && npx --yes pnpm@12.4.2 test';
+    expect(readme).toContain(start);
+    expect(readme).toContain(test);
+    const ci = readFileSync(`${root}/.ci/run`, 'utf8');
+    expect(ci).toContain('npx --yes pnpm@12.4.2 install --frozen-lockfile');
+    expect(ci).toContain('npx --yes pnpm@12.4.2 test');
+  });
+});
