@@ -28,6 +28,11 @@ export function pinned(core, command, args) {
   return tools.taskset ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
+/** Moves a running process (all its threads) to another core. */
+export function repin(pid, core) {
+  if (tools.taskset) execFileSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
+}
+
 export function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
