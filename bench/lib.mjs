@@ -14,7 +14,10 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SERVER_CORE = 0;
 export const LOAD_CORE = 1;
 
-const has = (cmd, args = ['--version']) => spawnSync(cmd, args, { stdio: 'ignore' }).error === undefined;
+// CLUSTER_DNS_BENCH_WITHOUT=dnsperf,dnsmasq runs the bench as a machine without them would.
+const without = new Set((process.env.CLUSTER_DNS_BENCH_WITHOUT ?? '').split(',').filter(Boolean));
+const has = (cmd, args = ['--version']) =>
+  !without.has(cmd) && spawnSync(cmd, args, { stdio: 'ignore' }).error === undefined;
 export const tools = {
   taskset: has('taskset', ['-V']),
   dnsperf: has('dnsperf', ['-h']),
