@@ -1,0 +1,74 @@
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type DnsListener, listenDns } from './listener.js';
+
+const open: DnsListener[] = [];
+afterEach(async () => {
+  for (const l of open.splice(0)) await l.close();
+});
+
+const connect = (port: number) =>
+  new Promise<net.Socket>((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => resolve(s));
+    s.on('error', reject);
+  });
+const closed = (s: net.Socket) =>
+  new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+
+describe('listenDns TCP limits (RFC 7766)', () => {
+  it('closes a connection that stays idle past the idle timeout', async () => {
+    const l = await listenDns({ host: '127.0.0.1', port: 0, handler: () => undefined, tcpIdleTimeoutMs: 150 });
+    open.push(l);
+    const s = await connect(l.port);
+    const started = Date.now();
+    await closed(s);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('closes new connections beyond the cap and serves again once one closes', async () => {
+    const l = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      handler: () => undefined,
+      maxTcpConnections: 2,
+      tcpIdleTimeoutMs: 10_000,
+    });
+    open.push(l);
+    const a = await connect(l.port);
+    const b = await connect(l.port);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(l.tcpConnections()).toBe(2);
+    const c = await connect(l.port);
+    await closed(c);
+    expect(l.tcpConnections()).toBe(2);
+    a.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    const d = await connect(l.port);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(l.tcpConnections()).toBe(2);
+    expect(d.destroyed).toBe(false);
+    b.destroy();
+    d.destroy();
+  });
+
+  it('survives a client that sends half a frame and resets', async () => {
+    let calls = 0;
+    const l = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      handler: () => {
+        calls++;
+        return undefined;
+      },
+    });
+    open.push(l);
+    const s = await connect(l.port);
+    s.write(Buffer.from([0x00, 0x40, 0x12, 0x34]));
+    s.resetAndDestroy();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls).toBe(0);
+    const again = await connect(l.port);
+    again.destroy();
+  });
+});
