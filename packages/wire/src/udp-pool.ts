@@ -3,6 +3,7 @@ import net from 'node:net';
 import { type DnsServer, type ExchangeOptions, questionKey, randomQueryId } from './client.js';
 import { HEADER_BYTES } from './constants.js';
 import { DnsTimeoutError } from './errors.js';
+import { literalLookup } from './listener.js';
 
 interface Pending {
   server: DnsServer;
@@ -54,7 +55,7 @@ export function createUdpPool(options: UdpPoolOptions = {}): UdpPool {
 
   const open = (type: 'udp4' | 'udp6', index: number): PooledSocket => {
     const entry: PooledSocket = {
-      socket: dgram.createSocket(type),
+      socket: dgram.createSocket({ type, lookup: literalLookup(type === 'udp6' ? 6 : 4) }),
       pending: new Map(),
       uses: 0,
       retiring: false,
