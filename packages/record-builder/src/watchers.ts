@@ -75,7 +75,7 @@ function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesO
       upsert: (o) => {
         const info = toServiceInfo(o as V1Service);
         if (info) state.upsertService(info);
-        slim(o, ['status']);
+        slim(o, ['spec', 'status']);
       },
       remove: (o) => state.deleteService(meta(o).ns, meta(o).name),
     },
@@ -107,20 +107,46 @@ function handlers(state: ClusterState): { [K in ResourceName]: Apply<KubernetesO
   };
 }
 
+/** A list call of the generated API client, for one page. */
+type PageLister = (page: { limit: number; _continue?: string }) => Promise<{
+  metadata?: { resourceVersion?: string; _continue?: string };
+  items: KubernetesObject[];
+}>;
+
+/** Objects per list page: as client-go's reflector, so a large cluster is never one huge response. */
+export const LIST_PAGE_SIZE = 500;
+
+/**
+ * Lists in pages and hands the informer one list with the first page's resourceVersion (every page
+ * of one list carries it). Keeps the peak memory of the first sync of a large cluster down.
+ */
+function paged(list: PageLister) {
+  return async () => {
+    const first = await list({ limit: LIST_PAGE_SIZE });
+    const items = [...first.items];
+    let page = first;
+    while (page.metadata?._continue) {
+      page = await list({ limit: LIST_PAGE_SIZE, _continue: page.metadata._continue });
+      items.push(...page.items);
+    }
+    return { ...first, items };
+  };
+}
+
 function listerFor(resource: ResourceName, config: KubeConfig) {
   const core = config.makeApiClient(CoreV1Api);
   const discovery = config.makeApiClient(DiscoveryV1Api);
   switch (resource) {
     case 'services':
-      return { path: '/api/v1/services', list: () => core.listServiceForAllNamespaces() };
+      return { path: '/api/v1/services', list: paged((p) => core.listServiceForAllNamespaces(p)) };
     case 'endpoints':
-      return { path: '/api/v1/endpoints', list: () => core.listEndpointsForAllNamespaces() };
+      return { path: '/api/v1/endpoints', list: paged((p) => core.listEndpointsForAllNamespaces(p)) };
     case 'pods':
-      return { path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() };
+      return { path: '/api/v1/pods', list: paged((p) => core.listPodForAllNamespaces(p)) };
     case 'endpointslices':
       return {
         path: '/apis/discovery.k8s.io/v1/endpointslices',
-        list: () => discovery.listEndpointSliceForAllNamespaces(),
+        list: paged((p) => discovery.listEndpointSliceForAllNamespaces(p)),
       };
   }
 }

@@ -96,6 +96,18 @@ describe('record-builder as a process', () => {
     expect(rb.api.requests.some((r) => r.path.startsWith('/api/v1/endpoints'))).toBe(true);
   });
 
+  it('lists a large cluster in pages of 500 and misses nothing', async () => {
+    const services = Array.from({ length: 1203 }, (_, i) =>
+      fixtures.service('big', `s${i}`, { clusterIPs: [`10.97.${i >> 8}.${i & 255}`] }),
+    );
+    const rb = await startRecordBuilder(services);
+    const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
+    expect(lists.map((r) => /limit=(\d+)/.exec(r.path)?.[1])).toEqual(['500', '500', '500']);
+    expect(lists.filter((r) => r.path.includes('continue='))).toHaveLength(2);
+    expect(rb.proc.ready.services).toBe(1203);
+    expect(await rb.resolver.resolve4('s1202.big.svc.cluster.local')).toEqual(['10.97.4.178']);
+  });
+
   it('watches pods only with --pods=verified, and answers for their IPs only', async () => {
     const rb = await startRecordBuilder([fixtures.pod('shop', 'web-0', ['10.244.1.5'])], ['--pods=verified']);
     expect(await rb.resolver.resolve4('10-244-1-5.shop.pod.cluster.local')).toEqual(['10.244.1.5']);

@@ -152,11 +152,31 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     } catch (error) {
       return send(req, res, 400, status(400, 'BadRequest', (error as Error).message));
     }
+    // Pages (`limit`, `continue`) as kube-apiserver gives them: every page carries the first page's
+    // resourceVersion. Unlike etcd this is not a snapshot: later pages see later changes.
+    const all = store.list(path.kind).filter(match);
+    const limit = Number(params.get('limit') ?? '0');
+    const token = params.get('continue');
+    let from = 0;
+    let listVersion = String(store.resourceVersion);
+    if (token) {
+      try {
+        ({ from, listVersion } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as {
+          from: number;
+          listVersion: string;
+        });
+      } catch {
+        return send(req, res, 400, status(400, 'BadRequest', 'invalid continue token'));
+      }
+    }
+    const to = limit > 0 ? Math.min(all.length, from + limit) : all.length;
+    const next =
+      to < all.length ? Buffer.from(JSON.stringify({ from: to, listVersion })).toString('base64url') : undefined;
     return send(req, res, 200, {
       kind: `${path.kind.kind}List`,
       apiVersion: apiVersionOf(path.kind),
-      metadata: { resourceVersion: String(store.resourceVersion) },
-      items: store.list(path.kind).filter(match),
+      metadata: { resourceVersion: listVersion, ...(next ? { continue: next } : {}) },
+      items: all.slice(from, to),
     });
   }
 

@@ -176,6 +176,31 @@ describe('testkit API server with the real client-node informer', () => {
     expect(selected.items.map((s) => s.metadata?.name).sort()).toEqual(['web-abc', 'web-def']);
   });
 
+  it('pages lists with limit and continue, every page with the first page version', async () => {
+    const api = await startApiServer({
+      objects: Array.from({ length: 5 }, (_, i) =>
+        fixtures.service('default', `s${i}`, { clusterIPs: [`10.96.0.${i + 1}`] }),
+      ),
+    });
+    servers.push(api);
+    const page = async (query: string) =>
+      (await (await fetch(`${api.url}/api/v1/services?${query}`)).json()) as {
+        metadata: { resourceVersion: string; continue?: string };
+        items: V1Service[];
+      };
+    const first = await page('limit=2');
+    expect(first.items.map((s) => s.metadata?.name)).toEqual(['s0', 's1']);
+    api.apply(fixtures.service('default', 'late', { clusterIPs: ['10.96.0.99'] }));
+    const second = await page(`limit=2&continue=${first.metadata.continue}`);
+    expect(second.metadata.resourceVersion).toBe(first.metadata.resourceVersion);
+    expect(second.items.map((s) => s.metadata?.name)).toEqual(['s2', 's3']);
+    // Not an etcd snapshot: a later page sees an object created after the first (documented).
+    const third = await page(`limit=2&continue=${second.metadata.continue}`);
+    expect(third.items.map((s) => s.metadata?.name)).toEqual(['s4', 'late']);
+    expect(third.metadata.continue).toBeUndefined();
+    expect((await fetch(`${api.url}/api/v1/services?continue=garbage`)).status).toBe(400);
+  });
+
   it('answers 500 on demand, then serves again', async () => {
     const api = await serverWith(['default', 'a']);
     api.faults.failRequests(500, 1);
