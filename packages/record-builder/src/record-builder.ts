@@ -91,8 +91,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     isReady: () => ready && !draining,
     async start() {
       await warnAboutConfigDir(options.configDir, log);
-      let dns: DnsListener;
-      dns = await listenDns({
+      const dns: DnsListener = await listenDns({
         host: options.dnsHost,
         port: options.dnsPort,
         handler: (raw, context) => responder.handle(raw, context),

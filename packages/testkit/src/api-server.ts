@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { discoveryDocument } from './discovery.js';
-import { ObjectStore, type StoredEvent } from './object-store.js';
+import { ObjectStore } from './object-store.js';
 import {
   apiVersionOf,
   type KubeObject,
@@ -12,6 +12,7 @@ import {
   type ResourcePath,
 } from './resources.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
+import { streamWatch } from './watch-stream.js';
 
 export interface ApiServerOptions {
   host?: string;
@@ -206,37 +207,16 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       for (const e of events) if (e.kind === path.kind && match(e.object)) backlog.push(e);
     }
     requests.push({ method: 'GET', path: req.url ?? '', watch: true, status: 200 });
-    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-    res.flushHeaders();
     watches.add(res);
-    const writeEvent = (type: string, object: unknown) => {
-      if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify({ type, object })}\n`);
-    };
-    for (const e of backlog) writeEvent(e.type, e.object);
-    const unsubscribe = store.subscribe((e: StoredEvent) => {
-      if (e.kind === path.kind && match(e.object)) writeEvent(e.type, e.object);
+    streamWatch(res, {
+      store,
+      kind: path.kind,
+      match,
+      backlog,
+      params,
+      bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+      onClose: () => watches.delete(res),
     });
-    const timers: NodeJS.Timeout[] = [];
-    if (params.get('allowWatchBookmarks') === 'true') {
-      timers.push(
-        setInterval(() => {
-          writeEvent('BOOKMARK', {
-            kind: path.kind.kind,
-            apiVersion: apiVersionOf(path.kind),
-            metadata: { resourceVersion: String(store.resourceVersion) },
-          });
-        }, options.bookmarkIntervalMs ?? 10_000),
-      );
-    }
-    const timeoutSeconds = Number(params.get('timeoutSeconds') ?? '0');
-    if (timeoutSeconds > 0) timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000));
-    const cleanup = () => {
-      unsubscribe();
-      for (const t of timers) clearTimeout(t);
-      watches.delete(res);
-    };
-    res.on('close', cleanup);
-    res.on('finish', cleanup);
   }
 
   function write(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath) {

@@ -201,6 +201,23 @@ describe('testkit API server with the real client-node informer', () => {
     expect((await fetch(`${api.url}/api/v1/services?continue=garbage`)).status).toBe(400);
   });
 
+  it('sends bookmarks when allowed and ends the stream at timeoutSeconds', async () => {
+    const api = await startApiServer({ objects: [fixtures.service('default', 'a')], bookmarkIntervalMs: 100 });
+    servers.push(api);
+    const started = Date.now();
+    const response = await fetch(`${api.url}/api/v1/services?watch=true&allowWatchBookmarks=true&timeoutSeconds=1`);
+    const lines = (await response.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; object: V1Service });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(lines[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'a' } } });
+    const bookmarks = lines.filter((l) => l.type === 'BOOKMARK');
+    expect(bookmarks.length).toBeGreaterThanOrEqual(5);
+    expect(bookmarks[0]?.object.metadata?.resourceVersion).toBe(String(api.store.resourceVersion));
+    expect(api.openWatches()).toBe(0);
+  });
+
   it('answers 500 on demand, then serves again', async () => {
     const api = await serverWith(['default', 'a']);
     api.faults.failRequests(500, 1);
