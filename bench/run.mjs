@@ -51,17 +51,51 @@ if (!tools.taskset) notes.push('taskset not found: processes are not pinned to c
 if (!tools.nsd) notes.push('nsd not installed: the record-builder is compared with the 25k QPS floor instead.');
 notes.push('Forwarder with N workers (case 7): not applicable, the forwarder is one process; scale it with replicas.');
 
-const kubeconfigFor = async (api) => {
-  const file = join(await mkdtemp(join(tmpdir(), 'bench-')), 'kubeconfig');
-  await api.writeKubeconfig(file);
-  return file;
-};
+/** testkit's API server holding `objects`, and the record-builder on it, on free loopback ports. */
+async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env = {} } = {}) {
+  const api = await startApiServer({ objects, ...apiOptions });
+  const kubeconfig = join(await mkdtemp(join(tmpdir(), 'bench-')), 'kubeconfig');
+  await api.writeKubeconfig(kubeconfig);
+  const rb = await startOurs(
+    'record-builder',
+    [
+      `--kubecfg-file=${kubeconfig}`,
+      '--dns-bind-address=127.0.0.1',
+      '--dns-port=0',
+      '--healthz-bind-address=127.0.0.1',
+      '--healthz-port=0',
+      '--metrics-port=0',
+      '--lameduck=0s',
+    ],
+    core,
+    env,
+  );
+  const stop = async () => {
+    await rb.stop();
+    await api.close();
+  };
+  return { api, rb, stop };
+}
+
+/** The forwarder's flags with one `--server` route (`/cluster.local/ip#port` or `ip#port`), plus `extra`. */
+const forwarderArgs = (server, extra) => [
+  '-k',
+  '--no-resolv',
+  '--listen-address=127.0.0.1',
+  '--port=0',
+  '--lameduck=0s',
+  `--server=${server}`,
+  ...extra,
+];
+const toRecordBuilder = (rbPort) => `/cluster.local/127.0.0.1#${rbPort}`;
 
 const maxQps = async (pid, port, names, mode = 'udp') => {
   if (tools.dnsperf) return withCpu(pid, () => runDnsperf({ port, file: writeQueryFile(names), seconds, mode }));
   return withCpu(pid, () => runLoadgen({ port, names, transport: mode, durationMs: ms, window: 200 }));
 };
 const fixedRate = (pid, port, names, rate) => withCpu(pid, () => runLoadgen({ port, names, durationMs: ms, rate }));
+const tcpMax = (pid, port, names) =>
+  withCpu(pid, () => runLoadgen({ port, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }));
 
 // ---- cases 1–4: a 1,000-service cluster, the record-builder, the forwarder, dnsmasq
 if ([1, 2, 3, 4].some(want)) {
@@ -72,33 +106,13 @@ if ([1, 2, 3, 4].some(want)) {
     }),
   );
   const names = services.map((s) => [`${s.metadata.name}.bench.svc.cluster.local`, 'A']);
-  const api = await startApiServer({ objects: services });
-  const kubeconfig = await kubeconfigFor(api);
   // The record-builder is not what cases 1–2 measure: it stays off the server core until case 4.
-  const rb = await startOurs(
-    'record-builder',
-    [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-    ],
-    LOAD_CORE,
-  );
+  const cluster = await startCluster(services, { core: LOAD_CORE });
+  const { rb } = cluster;
   const rbPort = rb.ready.dnsPort;
-  const fwArgs = [
-    '-k',
-    '--no-resolv',
-    '--listen-address=127.0.0.1',
-    '--port=0',
-    '--lameduck=0s',
-    `--server=/cluster.local/127.0.0.1#${rbPort}`,
-  ];
 
   if (want(1) || want(2)) {
-    const fw = await startOurs('forwarder', [...fwArgs, '--cache-size=10000']);
+    const fw = await startOurs('forwarder', forwarderArgs(toRecordBuilder(rbPort), ['--cache-size=10000']));
     await warm(fw.ready.port, names);
     let dm;
     if (tools.dnsmasq) {
@@ -120,22 +134,12 @@ if ([1, 2, 3, 4].some(want)) {
       if (dm) row('1. forwarder cache hits, UDP, 10k QPS', 'dnsmasq', await fixedRate(dm.pid, dm.port, names, 10_000));
     }
     if (want(2)) {
-      const tcp = (pid, port) =>
-        withCpu(pid, () => runLoadgen({ port, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }));
-      row('2. forwarder cache hits, TCP pipelined, max', 'cluster-dns', await tcp(fw.pid, fw.ready.port));
-      if (dm) row('2. forwarder cache hits, TCP pipelined, max', 'dnsmasq', await tcp(dm.pid, dm.port));
+      row('2. forwarder cache hits, TCP pipelined, max', 'cluster-dns', await tcpMax(fw.pid, fw.ready.port, names));
+      if (dm) row('2. forwarder cache hits, TCP pipelined, max', 'dnsmasq', await tcpMax(dm.pid, dm.port, names));
     }
     await fw.stop();
     if (want(3) && dm) {
-      const fw0 = await startOurs('forwarder', [
-        '-k',
-        '--no-resolv',
-        '--listen-address=127.0.0.1',
-        '--port=0',
-        '--lameduck=0s',
-        '--cache-size=0',
-        `--server=127.0.0.1#${dm.port}`,
-      ]);
+      const fw0 = await startOurs('forwarder', forwarderArgs(`127.0.0.1#${dm.port}`, ['--cache-size=0']));
       row(
         '3. forwarder misses → dnsmasq (cached) upstream',
         'cluster-dns',
@@ -146,24 +150,17 @@ if ([1, 2, 3, 4].some(want)) {
     await dm?.stop();
   }
   if (want(3)) {
-    const fw0 = await startOurs('forwarder', [...fwArgs, '--cache-size=0']);
+    const fw0 = await startOurs('forwarder', forwarderArgs(toRecordBuilder(rbPort), ['--cache-size=0']));
     row('3. forwarder misses → record-builder', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
     await fw0.stop();
   }
   if (want(4)) {
     repin(rb.pid, SERVER_CORE);
     row('4. record-builder direct, UDP, max', 'cluster-dns', await maxQps(rb.pid, rbPort, names));
-    row(
-      '4. record-builder direct, TCP pipelined, max',
-      'cluster-dns',
-      await withCpu(rb.pid, () =>
-        runLoadgen({ port: rbPort, names, transport: 'tcp', durationMs: ms, connections: 8, window: 16 }),
-      ),
-    );
+    row('4. record-builder direct, TCP pipelined, max', 'cluster-dns', await tcpMax(rb.pid, rbPort, names));
     row('4. record-builder direct, UDP, 10k QPS', 'cluster-dns', await fixedRate(rb.pid, rbPort, names, 10_000));
   }
-  await rb.stop();
-  await api.close();
+  await cluster.stop();
 }
 
 // ---- case 5: 10,000 Services and 100,000 endpoints
@@ -176,35 +173,30 @@ if (want(5)) {
         ports: [{ name: 'http', port: 80 }],
       }),
     );
-  for (let h = 0; h < 1000; h++) {
-    const ns = `ns-${h % 100}`;
-    objects.push(fixtures.service(ns, `headless-${h}`, { headless: true, ports: [{ name: 'grpc', port: 9000 }] }));
-    const endpoints = Array.from({ length: 100 }, (_, e) => ({
-      addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`],
-      hostname: `pod-${e}`,
-    }));
-    objects.push(
-      fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, {
-        ports: [{ name: 'grpc', port: 9000 }],
-      }),
+  /** The one slice of headless service `h`: 100 endpoints, all ready but `notReady`. */
+  const headlessSlice = (h, notReady = -1) =>
+    fixtures.endpointSlice(
+      `ns-${h % 100}`,
+      `headless-${h}`,
+      `headless-${h}-0`,
+      Array.from({ length: 100 }, (_, e) => ({
+        addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`],
+        hostname: `pod-${e}`,
+        ready: e !== notReady,
+      })),
+      { ports: [{ name: 'grpc', port: 9000 }] },
     );
+  for (let h = 0; h < 1000; h++) {
+    objects.push(
+      fixtures.service(`ns-${h % 100}`, `headless-${h}`, { headless: true, ports: [{ name: 'grpc', port: 9000 }] }),
+    );
+    objects.push(headlessSlice(h));
   }
-  const api = await startApiServer({ objects, historyLimit: 50_000 });
-  const kubeconfig = await kubeconfigFor(api);
-  const rb = await startOurs(
-    'record-builder',
-    [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-bind-address=127.0.0.1',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-    ],
-    0,
-    { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? '--expose-gc' },
-  );
+  const cluster = await startCluster(objects, {
+    apiOptions: { historyLimit: 50_000 },
+    env: { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? '--expose-gc' },
+  });
+  const { api, rb } = cluster;
   const rssAfterSync = rssMiB(rb.pid);
   const gc = await (await fetch(`http://127.0.0.1:${rb.ready.healthzPort}/debug/gc`)).json();
   const rssAfterGc = rssMiB(rb.pid);
@@ -221,18 +213,7 @@ if (want(5)) {
   // 1,000 EndpointSlice changes per second while queries run: one endpoint flips readiness.
   let flips = 0;
   const flip = () => {
-    const h = flips % 1000;
-    const ns = `ns-${h % 100}`;
-    const endpoints = Array.from({ length: 100 }, (_, e) => ({
-      addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`],
-      hostname: `pod-${e}`,
-      ready: e !== flips % 100,
-    }));
-    api.apply(
-      fixtures.endpointSlice(ns, `headless-${h}`, `headless-${h}-0`, endpoints, {
-        ports: [{ name: 'grpc', port: 9000 }],
-      }),
-    );
+    api.apply(headlessSlice(flips % 1000, flips % 100));
     flips++;
   };
   const churn = setInterval(() => {
@@ -254,8 +235,7 @@ if (want(5)) {
     p50UsAtMost: upTo(0.5),
     p99UsAtMost: upTo(0.99),
   });
-  await rb.stop();
-  await api.close();
+  await cluster.stop();
 }
 
 // ---- case 6: propagation of an EndpointSlice change through the forwarder's warm cache
@@ -268,26 +248,12 @@ if (want(6)) {
       fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]),
     );
   }
-  const api = await startApiServer({ objects });
-  const kubeconfig = await kubeconfigFor(api);
-  const rb = await startOurs('record-builder', [
-    `--kubecfg-file=${kubeconfig}`,
-    '--dns-bind-address=127.0.0.1',
-    '--dns-port=0',
-    '--healthz-port=0',
-    '--metrics-port=0',
-    '--lameduck=0s',
-  ]);
-  const fw = await startOurs('forwarder', [
-    '-k',
-    '--no-resolv',
-    '--cache-size=1000',
-    '--no-negcache',
-    '--listen-address=127.0.0.1',
-    '--port=0',
-    '--lameduck=0s',
-    `--server=/cluster.local/127.0.0.1#${rb.ready.dnsPort}`,
-  ]);
+  const cluster = await startCluster(objects);
+  const { api, rb } = cluster;
+  const fw = await startOurs(
+    'forwarder',
+    forwarderArgs(toRecordBuilder(rb.ready.dnsPort), ['--cache-size=1000', '--no-negcache']),
+  );
   const measure = async (port) => {
     const times = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
@@ -321,8 +287,7 @@ if (want(6)) {
   await new Promise((r) => setTimeout(r, 500));
   row('6. propagation: through the forwarder (warm cache, TTL 30 s)', 'cluster-dns', await measure(fw.ready.port));
   await fw.stop();
-  await rb.stop();
-  await api.close();
+  await cluster.stop();
 }
 
 // ---- report
