@@ -58,12 +58,7 @@ export function parseKubeDnsConfig(data: ReadonlyMap<string, string>): KubeDnsCo
   const stubDomains = new Map<string, HostPort[]>();
   const stubText = data.get('stubDomains')?.trim();
   if (stubText) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(stubText);
-    } catch (error) {
-      throw new ConfigError('stubDomains', `not JSON: ${(error as Error).message}`);
-    }
+    const parsed = parseJsonValue('stubDomains', stubText);
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new ConfigError('stubDomains', 'expected a JSON object of domain → [nameserver, …]');
     }
@@ -83,12 +78,7 @@ export function parseKubeDnsConfig(data: ReadonlyMap<string, string>): KubeDnsCo
   let upstreamNameservers: HostPort[] = [];
   const upstreamText = data.get('upstreamNameservers')?.trim();
   if (upstreamText) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(upstreamText);
-    } catch (error) {
-      throw new ConfigError('upstreamNameservers', `not JSON: ${(error as Error).message}`);
-    }
+    const parsed = parseJsonValue('upstreamNameservers', upstreamText);
     if (!Array.isArray(parsed) || !parsed.every((s) => typeof s === 'string')) {
       throw new ConfigError('upstreamNameservers', 'expected a JSON array of nameserver strings');
     }
@@ -97,6 +87,14 @@ export function parseKubeDnsConfig(data: ReadonlyMap<string, string>): KubeDnsCo
     upstreamNameservers = parsed.map((s) => toServer('upstreamNameservers', s));
   }
   return { stubDomains, upstreamNameservers, federations: data.get('federations')?.trim() || undefined };
+}
+
+function parseJsonValue(key: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(key, `not JSON: ${(error as Error).message}`);
+  }
 }
 
 function toServer(key: string, text: string): HostPort {
