@@ -4,6 +4,7 @@ import {
   buildFormatErrorResponse,
   createUdpPool,
   type DnsListener,
+  type Fqdn,
   finishFromTemplate,
   listenDns,
   maxResponseBytes,
@@ -191,7 +192,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       return;
     }
     routes = next;
-    const dropped = cache.dropStale((key) => next.routeFor(key.slice(0, key.indexOf('|')) as never).id);
+    const dropped = cache.dropStale((key) => next.routeFor(key.slice(0, key.indexOf('|')) as Fqdn).id);
     log.info('config applied', { version: raw.version, routes: next.describe(), cacheEntriesDropped: dropped });
     if (options.loopDetect)
       void loops.check(

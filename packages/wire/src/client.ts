@@ -79,7 +79,8 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
   });
 }
 
-function checkReply(reply: Buffer, id: number, question: string | undefined): RejectReason | undefined {
+/** Why a reply does not answer the query with this ID and question, or undefined when it does. */
+export function checkReply(reply: Buffer, id: number, question: string | undefined): RejectReason | undefined {
   if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & 0x8000) === 0) return 'not-a-response';
   if (reply.readUInt16BE(0) !== id) return 'id';
   // FORMERR replies may carry no question; accept them on the ID alone.

@@ -59,7 +59,6 @@ export {
   buildBareResponse,
   buildFormatErrorResponse,
   finishFromTemplate,
-  HEADER_FLAGS,
   maxResponseBytes,
   type TemplatePatch,
   type Transport,

@@ -106,5 +106,3 @@ export function finishFromTemplate(
   }
   return out;
 }
-
-export const HEADER_FLAGS = { QR, AA, TC, RD, RA, CD } as const;

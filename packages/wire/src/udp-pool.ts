@@ -1,6 +1,6 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { type DnsServer, type ExchangeOptions, questionKey, randomQueryId } from './client.js';
+import { checkReply, type DnsServer, type ExchangeOptions, questionKey, randomQueryId } from './client.js';
 import { HEADER_BYTES } from './constants.js';
 import { DnsTimeoutError } from './errors.js';
 import { literalLookup } from './listener.js';
@@ -78,10 +78,8 @@ export function createUdpPool(options: UdpPoolOptions = {}): UdpPool {
       }
       if (rinfo.address !== pending.server.host || rinfo.port !== pending.server.port)
         return pending.onRejected?.('source');
-      if ((reply.readUInt16BE(2) & 0x8000) === 0) return pending.onRejected?.('not-a-response');
-      const rcode = reply.readUInt16BE(2) & 0xf;
-      const noQuestionError = reply.readUInt16BE(4) === 0 && rcode !== 0;
-      if (!noQuestionError && questionKey(reply) !== pending.question) return pending.onRejected?.('question');
+      const reason = checkReply(reply, id, pending.question);
+      if (reason) return pending.onRejected?.(reason);
       entry.pending.delete(id);
       clearTimeout(pending.timer);
       pending.resolve(reply);
