@@ -1,4 +1,4 @@
-import { encodeMessage, type ParsedQuery, QCLASS, QTYPE } from '@cluster-dns/wire';
+import { encodeMessage, type Fqdn, QCLASS, QTYPE } from '@cluster-dns/wire';
 
 /** What `<name>.bind` CHAOS TXT queries report, as dnsmasq does. */
 export interface StatsSnapshot {
@@ -17,10 +17,11 @@ export interface StatsSnapshot {
  * Answers `cachesize.bind`, `insertions.bind`, `evictions.bind`, `misses.bind`, `hits.bind`,
  * `auth.bind`, `servers.bind` and `version.bind` (CHAOS, TXT): one TXT record, one string each
  * (servers.bind: one string per server), TTL 0, which is what the kube-dns sidecar parses.
- * Undefined for any other name.
+ * The reply is a template (ID 0, the canonical question, no OPT) for finishFromTemplate, which adds
+ * the asker's ID, case and OPT. Undefined for any other name.
  */
-export function answerStatsQuery(q: ParsedQuery, stats: StatsSnapshot): Buffer | undefined {
-  const which = /^([a-z]+)\.bind\.$/.exec(q.key)?.[1];
+export function answerStatsQuery(name: Fqdn, qtype: number, stats: StatsSnapshot): Buffer | undefined {
+  const which = /^([a-z]+)\.bind\.$/.exec(name)?.[1];
   let strings: string[];
   switch (which) {
     case 'cachesize':
@@ -41,10 +42,10 @@ export function answerStatsQuery(q: ParsedQuery, stats: StatsSnapshot): Buffer |
       return undefined;
   }
   return encodeMessage({
-    id: q.id,
-    flags: { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: true, ad: false, cd: false, rcode: 0 },
-    questions: [{ name: q.qname, type: QTYPE.TXT, class: QCLASS.CH }],
-    answers: [{ name: q.qname, type: QTYPE.TXT, class: QCLASS.CH, ttl: 0, text: strings }],
+    id: 0,
+    flags: { qr: true, opcode: 0, aa: true, tc: false, rd: false, ra: true, ad: false, cd: false, rcode: 0 },
+    questions: [{ name, type: qtype, class: QCLASS.CH }],
+    answers: [{ name, type: QTYPE.TXT, class: QCLASS.CH, ttl: 0, text: strings }],
     authorities: [],
     additionals: [],
   });

@@ -1,29 +1,21 @@
-import { CloseStack, type Logger, parseKubeDnsConfig, sleep } from '@cluster-dns/runtime';
+import { CloseStack, type Logger, sleep } from '@cluster-dns/runtime';
 import {
-  buildBareResponse,
-  buildFormatErrorResponse,
+  createQueryPipeline,
   createUdpPool,
   type DnsListener,
   type Fqdn,
-  finishFromTemplate,
   listenDns,
-  maxResponseBytes,
-  type ParsedQuery,
-  parseQuery,
   QCLASS,
-  QTYPE,
-  type QueryContext,
-  QueryFormatError,
-  RCODE,
-  type Reply,
+  type Rejection,
 } from '@cluster-dns/wire';
-import { type CacheCounters, cacheTtlOf, ReplyCache, toCachedReply } from './cache.js';
-import { answerStatsQuery } from './chaos-stats.js';
+import { type CacheCounters, ReplyCache } from './cache.js';
+import { createConfigReloader } from './config-reloader.js';
 import { readConfigSources } from './config-source.js';
 import { createLoopDetector } from './loop-detect.js';
 import type { ForwarderOptions } from './options.js';
+import { createQueryHandler } from './query-handler.js';
 import { resolveQuestion } from './resolution.js';
-import { RouteTable, serverText } from './route-table.js';
+import { serverText } from './route-table.js';
 import type { ServerCounters } from './upstream.js';
 
 export const VERSION = 'cluster-dns-forwarder-0.1.0';
@@ -35,10 +27,13 @@ export interface ForwarderDeps {
 
 export interface Forwarder {
   start(): Promise<{ port: number; addresses: string[] }>;
+  /** Lameduck (still answering), then drain: every query in flight is answered before the sockets close. */
   shutdown(): Promise<void>;
   /** Re-reads --config-dir and --resolv-file now (the poll does this on its own). */
   reloadConfig(): Promise<void>;
   readonly counters: CacheCounters;
+  /** Messages the query pipeline answered or dropped itself, by reason. */
+  readonly rejected: Readonly<Partial<Record<Rejection, number>>>;
   /** Upstream replies dropped for a wrong source, ID or question. */
   rejectedReplies(): number;
   /** Probes every upstream for a forwarding loop now (start and config changes do it with --dns-loop-detect). */
@@ -52,24 +47,30 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const { log } = deps;
   const now = deps.now ?? Date.now;
   const counters: CacheCounters = { hits: 0, misses: 0, insertions: 0, evictions: 0 };
+  const rejected: Partial<Record<Rejection, number>> = {};
   const cache = new ReplyCache(options.cacheSize, counters, now);
   const serverCounters = new Map<string, ServerCounters>();
   const disabled = new Set<string>();
-  const inflight = new Map<string, Promise<Buffer | undefined>>();
   const closers = new CloseStack();
+  const listeners: DnsListener[] = [];
   const rejectedLogged = new Set<string>();
-  let routes = new RouteTable({
-    rules: options.rules,
-    stubDomains: new Map(),
-    upstreamNameservers: [],
-    resolvConf: [],
-  });
-  let configVersion = '';
-  let draining = false;
   let rejectedReplies = 0;
+  let draining = false;
   const loops = createLoopDetector({ log, disabled });
-
   const udpPool = createUdpPool();
+
+  const config = createConfigReloader({
+    read: () => readConfigSources(options.configDir, options.resolvFile),
+    rules: options.rules,
+    log,
+    onApplied: (next) => {
+      // Cached answers of routes that did not change stay valid.
+      const dropped = cache.dropStale((key) => next.routeFor(key.slice(0, key.indexOf('|')) as Fqdn).id);
+      if (options.loopDetect && listeners.length > 0) void loops.check(next.servers());
+      return { cacheEntriesDropped: dropped };
+    },
+  });
+
   const forwardOptions = {
     exchangeUdp: udpPool.exchange,
     timeoutMs: options.upstreamTimeoutMs,
@@ -86,160 +87,78 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     },
   };
 
-  const cacheKey = (q: ParsedQuery) => `${q.key}|${q.qtype}|${q.qclass}|${q.edns?.dnssecOk ? 1 : 0}`;
-
-  const finish = (template: Buffer, q: ParsedQuery, context: QueryContext): Buffer =>
-    finishFromTemplate(template, q, maxResponseBytes(q, context.transport));
-
-  const lookupUpstream = async (q: ParsedQuery, key: string): Promise<Buffer | undefined> => {
-    try {
-      const resolved = await resolveQuestion(
-        routes,
-        { name: q.key, qtype: q.qtype, qclass: q.qclass, dnssecOk: q.edns?.dnssecOk ?? false, checkingDisabled: q.cd },
-        forwardOptions,
-      );
-      const ttl = cacheTtlOf(resolved.wire, resolved.scanned, options);
-      if (ttl !== undefined)
-        cache.set(key, toCachedReply(resolved.wire, resolved.scanned, ttl, resolved.route.id, now()));
-      return resolved.wire;
-    } catch (error) {
-      log.debug('upstream failure', { qname: q.key, qtype: q.qtype, err: error });
-      return undefined;
-    }
-  };
-
-  const handle = (raw: Buffer, context: QueryContext): Reply | Promise<Reply> => {
-    let q: ParsedQuery;
-    try {
-      q = parseQuery(raw);
-    } catch (error) {
-      if (!(error instanceof QueryFormatError)) throw error;
-      return error.headerReadable ? buildFormatErrorResponse(raw) : undefined;
-    }
-    if (q.opcode !== 0) return buildBareResponse(q, RCODE.NOTIMP, { recursionAvailable: true });
-    if (q.edns && q.edns.version > 0) return buildBareResponse(q, RCODE.BADVERS, { recursionAvailable: true });
-    if (q.qclass === QCLASS.CH) {
-      const stats = q.qtype === QTYPE.TXT ? answerStatsQuery(q, snapshot()) : undefined;
-      return stats ?? buildBareResponse(q, RCODE.REFUSED, { recursionAvailable: true });
-    }
-    if (loops.isProbe(q.key)) return buildBareResponse(q, RCODE.REFUSED);
-    const key = cacheKey(q);
-    const hit = cache.get(key);
-    if (hit) {
-      counters.hits++;
-      if (options.logQueries)
-        log.info('query', { qname: q.qname, qtype: q.qtype, from: context.remoteAddress, answer: 'cached' });
-      // One copy: the remaining TTL patched in, and AA cleared: our cache is not authoritative
-      // (RFC 1035 §6.1.3), as dnsmasq marks it.
-      return finishFromTemplate(hit.entry.wire, q, maxResponseBytes(q, context.transport), {
-        ttlOffsets: hit.remainingSeconds === hit.entry.ttlSeconds ? undefined : hit.entry.ttlOffsets,
-        ttlSeconds: hit.remainingSeconds,
-        clearAuthoritative: true,
-      });
-    }
-    counters.misses++;
-    const route = routes.routeFor(q.key);
-    if (options.logQueries)
-      log.info('query', { qname: q.qname, qtype: q.qtype, from: context.remoteAddress, route: route.domain });
-    if (route.kind === 'local') return buildBareResponse(q, RCODE.NXDOMAIN, { recursionAvailable: true });
-    let pending = inflight.get(key);
-    if (!pending) {
-      if (inflight.size >= options.forwardMax) return buildBareResponse(q, RCODE.REFUSED, { recursionAvailable: true });
-      pending = lookupUpstream(q, key).finally(() => inflight.delete(key));
-      inflight.set(key, pending);
-    }
-    return pending.then((template) =>
-      template ? finish(template, q, context) : buildBareResponse(q, RCODE.SERVFAIL, { recursionAvailable: true }),
-    );
-  };
-
-  const snapshot = () => ({
-    cachesize: options.cacheSize,
-    ...counters,
-    auth: 0,
-    servers: routes.servers().map((s) => {
-      const c = serverCounters.get(serverText(s)) ?? { queries: 0, failures: 0 };
-      return `${serverText(s)} ${c.queries} ${c.failures}`;
+  const queries = createQueryHandler({
+    routes: config.routes,
+    cache,
+    counters,
+    policy: options,
+    forwardMax: options.forwardMax,
+    resolve: (question) => resolveQuestion(config.routes(), question, forwardOptions),
+    stats: () => ({
+      cachesize: options.cacheSize,
+      ...counters,
+      auth: 0,
+      servers: config
+        .routes()
+        .servers()
+        .map((s) => {
+          const c = serverCounters.get(serverText(s)) ?? { queries: 0, failures: 0 };
+          return `${serverText(s)} ${c.queries} ${c.failures}`;
+        }),
+      version: VERSION,
     }),
-    version: VERSION,
+    isLoopProbe: (name) => loops.isProbe(name),
+    log,
+    logQueries: options.logQueries,
+    now,
   });
 
-  const reloadConfig = async () => {
-    let raw: Awaited<ReturnType<typeof readConfigSources>>;
-    try {
-      raw = await readConfigSources(options.configDir, options.resolvFile);
-    } catch (error) {
-      log.error('cannot read the config; keeping the last good one', { err: error, configDir: options.configDir });
-      return;
-    }
-    if (raw.version === configVersion) return;
-    configVersion = raw.version;
-    let next: RouteTable;
-    try {
-      const config = parseKubeDnsConfig(raw.data);
-      next = new RouteTable({
-        rules: options.rules,
-        stubDomains: config.stubDomains,
-        upstreamNameservers: config.upstreamNameservers,
-        resolvConf: raw.resolvConf,
-      });
-    } catch (error) {
-      log.error('invalid config; keeping the last good one', {
-        err: error,
-        configDir: options.configDir,
-        version: raw.version,
-      });
-      return;
-    }
-    routes = next;
-    const dropped = cache.dropStale((key) => next.routeFor(key.slice(0, key.indexOf('|')) as Fqdn).id);
-    log.info('config applied', { version: raw.version, routes: next.describe(), cacheEntriesDropped: dropped });
-    if (options.loopDetect)
-      void loops.check(
-        next.servers(),
-        listeners.map((l) => ({ host: l.host, port: l.port })),
-      );
-  };
+  const handler = createQueryPipeline({
+    handle: queries.handle,
+    recursionAvailable: true,
+    // Forwarded whatever the class; CHAOS is answered here (statistics).
+    classes: [QCLASS.IN, QCLASS.CH, QCLASS.ANY],
+    udpPayloadBytes: options.ednsPacketMax,
+    log,
+    observe: (outcome) => {
+      if (outcome.rejected) rejected[outcome.rejected] = (rejected[outcome.rejected] ?? 0) + 1;
+    },
+  });
 
-  const listeners: DnsListener[] = [];
   return {
     counters,
-    reloadConfig,
+    rejected,
+    reloadConfig: async () => {
+      await config.reload();
+    },
     rejectedReplies: () => rejectedReplies,
-    detectLoops: () =>
-      loops.check(
-        routes.servers(),
-        listeners.map((l) => ({ host: l.host, port: l.port })),
-      ),
+    detectLoops: () => loops.check(config.routes().servers()),
     disabledServers: () => [...disabled],
     async start() {
-      await reloadConfig();
+      await config.reload();
       for (const host of options.listenAddresses) {
         const listener = await listenDns({
           host,
           port: listeners[0]?.port ?? options.port,
-          handler: handle,
+          handler,
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
           maxTcpConnections: options.maxTcpConnections,
-          onHandlerError: (error) => log.error('query handler failed', { err: error }),
+          onHandlerError: (error) => log.debug('send failed', { err: error }),
         });
         listeners.push(listener);
-        closers.push(`dns ${host}`, () => listener.close());
+        // Drain: every upstream question in flight ends by --forward-deadline at the latest.
+        closers.push(`dns ${host}`, () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
       }
-      const poll = setInterval(() => void reloadConfig(), options.configPollMs);
+      const poll = setInterval(() => void config.reload(), options.configPollMs);
       poll.unref();
       closers.push('config poll', () => clearInterval(poll));
-      if (options.loopDetect)
-        await loops.check(
-          routes.servers(),
-          listeners.map((l) => ({ host: l.host, port: l.port })),
-        );
+      if (options.loopDetect) await loops.check(config.routes().servers());
       const port = listeners[0]?.port ?? 0;
       log.info('ready', {
         port,
         addresses: options.listenAddresses,
         cacheSize: options.cacheSize,
-        routes: routes.describe(),
+        routes: config.routes().describe(),
       });
       return { port, addresses: [...options.listenAddresses] };
     },
@@ -249,9 +168,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         log.info('lameduck: still answering', { lameduckMs: options.lameduckMs });
         await sleep(options.lameduckMs);
       }
+      // Listeners stop reading, send what is in flight, then close; the pool goes last, since
+      // the answers in flight still wait on it.
       await closers.close(log);
-      // In-flight upstream queries end by their own deadline; wait for them, bounded by it.
-      await Promise.race([Promise.allSettled([...inflight.values()]), sleep(options.forwardDeadlineMs)]);
+      await Promise.race([queries.settled(), sleep(options.forwardDeadlineMs)]);
       udpPool.close();
     },
   };

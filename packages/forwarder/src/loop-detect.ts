@@ -5,9 +5,10 @@ import { serverText } from './route-table.js';
 import { buildUpstreamQuery } from './upstream.js';
 
 /**
- * --dns-loop-detect, the dnsmasq way: send each upstream a TXT query for a unique name; if that
- * query comes back to us, the upstream forwards to us and would loop. Such a server is disabled
- * (skipped by every route) and logged.
+ * --dns-loop-detect, the dnsmasq way: send each upstream a TXT query for a unique random name; if
+ * that query comes back to us, the upstream forwards to us and would loop. Such a server is
+ * disabled (skipped by every route) and logged. Only the probe decides: an upstream on our port
+ * is not a loop merely because we listen on 0.0.0.0 (the node's resolver at 10.0.0.2:53, say).
  */
 export function createLoopDetector(deps: { log: Logger; disabled: Set<string> }) {
   const probes = new Map<Fqdn, string>();
@@ -23,22 +24,16 @@ export function createLoopDetector(deps: { log: Logger; disabled: Set<string> })
       }
       return true;
     },
-    async check(servers: readonly HostPort[], self: readonly HostPort[]): Promise<void> {
+    async check(servers: readonly HostPort[]): Promise<void> {
       await Promise.all(
         servers.map(async (server) => {
           const name = toFqdn(`${randomBytes(8).toString('hex')}.loop-check.cluster-dns.invalid`);
-          const id = serverText(server);
-          probes.set(name, id);
-          if (self.some((s) => s.port === server.port && (s.host === server.host || s.host === '0.0.0.0'))) {
-            this.isProbe(name);
-          }
+          probes.set(name, serverText(server));
           try {
             await exchangeRaw(
               server,
               buildUpstreamQuery({ name, qtype: QTYPE.TXT, qclass: 1, dnssecOk: false, checkingDisabled: false }),
-              {
-                timeoutMs: 1000,
-              },
+              { timeoutMs: 1000 },
             );
           } catch {
             // A server that does not answer the probe is not looping; its failures show in servers.bind.

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { FlagError, type FlagValues, flag, type HostPort } from '@cluster-dns/runtime';
+import { ednsPacketMaxFlag, FlagError, type FlagValues, flag, type HostPort } from '@cluster-dns/runtime';
 import { parseServerFlag, type ServerRule } from './server-flag.js';
 
 const ttlFlag = (help: string, defaultValue: number) => flag.int(help, defaultValue, { min: 0, max: 2_147_483_647 });
@@ -56,6 +56,7 @@ export const forwarderFlags = {
   'forward-deadline': flag.duration('answer SERVFAIL when no upstream of the route answered in this time', 4_000),
   'max-tcp-connections': flag.int('client TCP connections at most', 1000, { min: 1, max: 1_000_000 }),
   'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 10_000),
+  'edns-packet-max': ednsPacketMaxFlag(),
   lameduck: flag.duration('after SIGTERM, keep answering this long before closing', 5_000),
   'keep-in-foreground': flag.accepted('accepted (dnsmasq -k); the forwarder always runs in the foreground', {
     aliases: ['k'],
@@ -95,6 +96,7 @@ export interface ForwarderOptions {
   readonly forwardDeadlineMs: number;
   readonly maxTcpConnections: number;
   readonly tcpIdleTimeoutMs: number;
+  readonly ednsPacketMax: number;
   readonly lameduckMs: number;
 }
 
@@ -128,6 +130,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     forwardDeadlineMs: values['forward-deadline'],
     maxTcpConnections: values['max-tcp-connections'],
     tcpIdleTimeoutMs: values['tcp-idle-timeout'],
+    ednsPacketMax: values['edns-packet-max'],
     lameduckMs: values.lameduck,
   });
 }

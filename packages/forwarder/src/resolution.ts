@@ -1,11 +1,14 @@
 import {
-  decodeMessage,
-  encodeMessage,
+  assembleReply,
+  copyRecord,
+  FLAG,
   type Fqdn,
   HEADER_BYTES,
   QTYPE,
   RCODE,
-  type Rr,
+  RCODE_MASK,
+  readName,
+  type ScannedRecord,
   type ScannedResponse,
   scanResponse,
   stripOpt,
@@ -19,7 +22,7 @@ import { type ForwardOptions, forwardQuery, type UpstreamQuestion } from './upst
 export const MAX_CHASE = 8;
 
 export interface Resolved {
-  /** The reply to cache and serve: ID 0, the canonical question, no OPT, RA set. */
+  /** The reply to cache and serve: ID 0, the canonical question, no OPT, RA set, AA clear. */
   readonly wire: Buffer;
   readonly scanned: ScannedResponse;
   /** The route that decided the answer; the cache keeps it only while that route stands. */
@@ -39,7 +42,7 @@ export async function resolveQuestion(
 ): Promise<Resolved> {
   let route = routes.routeFor(q.name);
   let raw = await forwardQuery(route.servers, q, options);
-  let rcode = raw.readUInt16BE(2) & 0xf;
+  let rcode = raw.readUInt16BE(2) & RCODE_MASK;
   if (
     route.fallsThrough &&
     (rcode === RCODE.NXDOMAIN || rcode === RCODE.REFUSED) &&
@@ -47,11 +50,10 @@ export async function resolveQuestion(
   ) {
     route = routes.upstream;
     raw = await forwardQuery(route.servers, q, options);
-    rcode = raw.readUInt16BE(2) & 0xf;
+    rcode = raw.readUInt16BE(2) & RCODE_MASK;
   }
   let wire = normalize(raw, q.name);
   let scanned = scanResponse(wire);
-  // Only a reply whose answer holds a CNAME and nothing of the type asked needs the (slow) decode.
   const mayChase =
     route.kind !== 'upstream' &&
     rcode === RCODE.NOERROR &&
@@ -60,17 +62,21 @@ export async function resolveQuestion(
     depth < MAX_CHASE &&
     scanned.records.some((r) => r.section === 'answer' && r.type === QTYPE.CNAME);
   if (mayChase) {
-    wire = await chaseCname(routes, q, wire, options, depth);
+    wire = await chaseCname(routes, q, wire, scanned, options, depth);
     scanned = scanResponse(wire);
   }
   return { wire, scanned, route };
 }
 
-/** OPT removed, ID 0, RA set, and our canonical question (the upstream may have changed its case). */
+/**
+ * OPT removed (it is per hop), ID 0, RA set, AA cleared (a forwarder's answers, cached or not,
+ * are not authoritative: RFC 1035 §6.1.3), and our canonical question (the upstream may have
+ * changed its case).
+ */
 function normalize(raw: Buffer, name: Fqdn): Buffer {
   const wire = Buffer.from(stripOpt(raw, scanResponse(raw)));
   wire.writeUInt16BE(0, 0);
-  wire.writeUInt16BE(wire.readUInt16BE(2) | 0x0080, 2);
+  wire.writeUInt16BE((wire.readUInt16BE(2) | FLAG.RA) & ~FLAG.AA, 2);
   const canonical = writeName(name);
   if (wire.readUInt16BE(4) === 1 && wire.length >= HEADER_BYTES + canonical.length) {
     const asked = wire.subarray(HEADER_BYTES, HEADER_BYTES + canonical.length);
@@ -79,35 +85,42 @@ function normalize(raw: Buffer, name: Fqdn): Buffer {
   return wire;
 }
 
+const ownerOf = (wire: Buffer, r: ScannedRecord) => toFqdn(readName(wire, r.start).name);
+
+/**
+ * Follows the CNAME chain of a reply to its last target and, when the reply has no answer of the
+ * type asked there, asks for it through the target's own route. The two answers are joined at the
+ * wire level: records are copied with their names spelt out, never decoded and encoded again, so
+ * records of any type pass through unchanged.
+ */
 async function chaseCname(
   routes: RouteTable,
   q: UpstreamQuestion,
   wire: Buffer,
+  scanned: ScannedResponse,
   options: ForwardOptions,
   depth: number,
 ): Promise<Buffer> {
-  const message = decodeMessage(wire);
-  let target = q.name as string;
+  const answers = scanned.records.filter((r) => r.section === 'answer');
+  let target: Fqdn = q.name;
   const seen = new Set<string>([target]);
   for (;;) {
     const owner = target;
-    const cname = message.answers.find((r) => r.type === QTYPE.CNAME && toFqdn(r.name) === owner);
-    if (!cname?.target) break;
-    target = toFqdn(cname.target);
+    const cname = answers.find((r) => r.type === QTYPE.CNAME && ownerOf(wire, r) === owner);
+    if (!cname) break;
+    target = toFqdn(readName(wire, cname.rdataOffset).name);
+    // A loop in the chain: return what the route said.
     if (seen.has(target)) return wire;
     seen.add(target);
   }
-  if (target === q.name) return wire;
-  const answered = message.answers.some((r) => r.type === q.qtype && toFqdn(r.name) === target);
-  if (answered) return wire;
-  const next = await resolveQuestion(routes, { ...q, name: target as Fqdn }, options, depth + 1);
-  const tail = decodeMessage(next.wire);
-  const answers: Rr[] = [...message.answers, ...tail.answers];
-  return encodeMessage({
-    ...message,
-    flags: { ...message.flags, aa: false, ra: true, rcode: tail.flags.rcode },
-    answers,
-    authorities: tail.answers.length ? [] : tail.authorities,
-    additionals: [],
-  });
+  if (target === q.name || answers.some((r) => r.type === q.qtype && ownerOf(wire, r) === target)) return wire;
+  const next = await resolveQuestion(routes, { ...q, name: target }, options, depth + 1);
+  const tail = next.scanned.records;
+  const tailAnswers = tail.filter((r) => r.section === 'answer');
+  const flags = (wire.readUInt16BE(2) & ~(FLAG.AA | FLAG.TC | RCODE_MASK)) | FLAG.RA | next.scanned.rcode;
+  return assembleReply({ id: 0, flags }, wire.subarray(HEADER_BYTES, scanned.questionEnd), [
+    [...answers.map((r) => copyRecord(wire, r)), ...tailAnswers.map((r) => copyRecord(next.wire, r))],
+    tailAnswers.length > 0 ? [] : tail.filter((r) => r.section === 'authority').map((r) => copyRecord(next.wire, r)),
+    [],
+  ]);
 }

@@ -2,7 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { fileURLToPath } from 'node:url';
 import { createSilentLogger, type Logger, parseFlags } from '@cluster-dns/runtime';
 import { startTestUpstream, type TestUpstream, type TestUpstreamOptions } from '@cluster-dns/testkit';
-import { type DnsMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
+import { type DecodedMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
 import { afterEach } from 'vitest';
 import { createForwarder, type Forwarder } from '../src/forwarder.js';
 import { forwarderFlags, toForwarderOptions } from '../src/options.js';
@@ -26,7 +26,7 @@ export interface ForwarderUnderTest {
   resolver: Resolver;
   clock: { advance(ms: number): void };
   logs: Array<Record<string, unknown>>;
-  query(name: string, type: number, options?: QueryOptions): Promise<DnsMessage>;
+  query(name: string, type: number, options?: QueryOptions): Promise<DecodedMessage>;
   stat(name: string): Promise<string[]>;
 }
 

@@ -1,6 +1,5 @@
-import { RCODE, rcodeName, typeName } from '@cluster-dns/wire';
+import { FLAG, type QueryOutcome, RCODE, RCODE_MASK, rcodeName, typeName } from '@cluster-dns/wire';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
-import type { QueryObservation } from './responder.js';
 import type { ResourceName } from './watchers.js';
 
 /** kube-dns's skydns buckets: 1 ms, 3 ms, then Prometheus's defaults. */
@@ -79,25 +78,25 @@ export function createRecordBuilderMetrics(registry: Registry) {
   });
   const watchErrors = new Counter({
     name: 'clusterdns_recordbuilder_watch_errors_total',
-    help: 'Informer failures (list or watch), by resource. The last known state keeps being served.',
+    help: 'List or watch failures, by resource. The last known state keeps being served.',
     labelNames: ['resource'],
     registers: [registry],
   });
-  const watchRestarts = new Counter({
-    name: 'clusterdns_recordbuilder_watch_restarts_total',
-    help: 'Informer restarts after a failure, by resource.',
-    labelNames: ['resource'],
+  const relists = new Counter({
+    name: 'clusterdns_recordbuilder_relists_total',
+    help: 'Full lists of a resource, by reason: start, expired (410 Gone) or error (a watch that could not resume).',
+    labelNames: ['resource', 'reason'],
     registers: [registry],
   });
   const lastSync = new Gauge({
     name: 'clusterdns_recordbuilder_last_sync_timestamp_seconds',
-    help: 'Unix time of the last successful list or watch start, by resource.',
+    help: 'Unix time a watch of the resource last opened (after a list, or resumed), by resource.',
     labelNames: ['resource'],
     registers: [registry],
   });
   const watchHealthy = new Gauge({
     name: 'clusterdns_recordbuilder_watch_healthy',
-    help: '1 while the informer of a resource is running, 0 while it is failing (answers come from the last known state).',
+    help: '1 while the watch of a resource is running, 0 while it is failing (answers come from the last known state).',
     labelNames: ['resource'],
     registers: [registry],
   });
@@ -110,7 +109,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
   });
   const ready = new Gauge({
     name: 'clusterdns_recordbuilder_ready',
-    help: '1 once every informer has synced (or --initial-sync-timeout passed), else 0.',
+    help: '1 once every resource has synced (or --initial-sync-timeout passed), else 0.',
     registers: [registry],
   });
 
@@ -130,23 +129,28 @@ export function createRecordBuilderMetrics(registry: Registry) {
   const requestChildren = new Map<string, { inc(): void }>();
 
   return {
-    observeQuery(o: QueryObservation): void {
-      const c = systemChildren(o.system);
+    /** One message through the pipeline; `system` is kube-dns's split: auth (the zone) or reverse. */
+    observeQuery(outcome: QueryOutcome, system: 'auth' | 'reverse'): void {
+      const { query, reply, rejected } = outcome;
+      if (rejected === 'short' || rejected === 'response' || rejected === 'malformed' || rejected === 'meta-type') {
+        malformed.labels(rejected === 'short' || rejected === 'response' ? 'dropped' : 'formerr').inc();
+      }
+      if (!query) return;
+      const c = systemChildren(system);
       c.count.inc();
-      c.duration.observe(Number(process.hrtime.bigint() - o.startedAt) / 1e9);
-      c.size.observe(o.bytes);
-      const cause = o.truncated ? 'truncated' : ERROR_CAUSES[o.rcode];
-      if (cause) errorCount.labels(o.system, cause).inc();
-      const key = `${o.qtype}|${o.rcode}|${o.transport}`;
+      c.duration.observe(Number(process.hrtime.bigint() - outcome.startedNs) / 1e9);
+      c.size.observe(reply?.length ?? 0);
+      const flags = reply?.readUInt16BE(2) ?? 0;
+      const rcode = reply ? flags & RCODE_MASK : RCODE.SERVFAIL;
+      const cause = flags & FLAG.TC ? 'truncated' : ERROR_CAUSES[rcode];
+      if (cause) errorCount.labels(system, cause).inc();
+      const key = `${query.qtype}|${rcode}|${outcome.context.transport}`;
       let child = requestChildren.get(key);
       if (!child) {
-        child = requests.labels(typeName(o.qtype), rcodeName(o.rcode), o.transport);
+        child = requests.labels(typeName(query.qtype), rcodeName(rcode), outcome.context.transport);
         requestChildren.set(key, child);
       }
       child.inc();
-    },
-    malformed(action: 'formerr' | 'dropped'): void {
-      malformed.labels(action).inc();
     },
     store(stats: { records: number; names: number; services: number; readyAnswers: number }): void {
       records.set(stats.records);
@@ -158,10 +162,10 @@ export function createRecordBuilderMetrics(registry: Registry) {
       watchErrors.labels(resource).inc();
       watchHealthy.labels(resource).set(0);
     },
-    watchRestart(resource: ResourceName): void {
-      watchRestarts.labels(resource).inc();
+    relisted(resource: ResourceName, reason: string): void {
+      relists.labels(resource, reason).inc();
     },
-    synced(resource: ResourceName, nowMs: number): void {
+    watching(resource: ResourceName, nowMs: number): void {
       lastSync.labels(resource).set(nowMs / 1000);
       watchHealthy.labels(resource).set(1);
     },

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { FlagError, type FlagValues, flag } from '@cluster-dns/runtime';
+import { ednsPacketMaxFlag, FlagError, type FlagValues, flag } from '@cluster-dns/runtime';
 import { type Fqdn, isDns1123Label, toFqdn } from '@cluster-dns/wire';
 import type { PodsMode } from './pod-records.js';
 
@@ -66,6 +66,7 @@ export const recordBuilderFlags = {
       check: (raw) => (/^[a-z0-9-]+\/[a-z0-9-]+$/.test(raw) ? undefined : 'namespace/name'),
     },
   ),
+  'edns-packet-max': ednsPacketMaxFlag(),
   lameduck: flag.duration('after SIGTERM, fail readiness and keep answering this long before closing', 5_000),
   v: flag.int('log verbosity (kube-dns --v); 4 or more logs debug lines', 0, { min: 0 }),
   logtostderr: flag.accepted('accepted for kube-dns compatibility; logs always go to stdout as JSON lines'),
@@ -101,6 +102,7 @@ export interface RecordBuilderOptions {
   readonly endpointsApi: 'endpointslices' | 'endpoints';
   readonly transferTo: readonly string[];
   readonly dnsService: { namespace: string; name: string };
+  readonly ednsPacketMax: number;
   readonly lameduckMs: number;
 }
 
@@ -128,6 +130,7 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     endpointsApi: values['endpoints-api'],
     transferTo: Object.freeze([...values['transfer-to']]),
     dnsService: { namespace, name },
+    ednsPacketMax: values['edns-packet-max'],
     lameduckMs: values.lameduck,
   });
 }

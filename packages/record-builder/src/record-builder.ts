@@ -1,8 +1,9 @@
 import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir, sleep } from '@cluster-dns/runtime';
-import { type DnsListener, listenDns } from '@cluster-dns/wire';
+import { createQueryPipeline, type DnsListener, listenDns } from '@cluster-dns/wire';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import type { ZoneView } from './answer-builder.js';
+import { type ZoneView, zoneOf } from './answer-builder.js';
+import { createApiClient } from './api-client.js';
 import { dumpStore } from './cache-dump.js';
 import { ClusterState } from './cluster-state.js';
 import { createRecordBuilderMetrics } from './metrics.js';
@@ -17,14 +18,17 @@ export interface RecordBuilderDeps {
 }
 
 export interface RecordBuilder {
+  /** Binds and starts watching; resolves once listening. Ready comes later (see `whenReady`). */
   start(): Promise<{ dnsPort: number; healthzPort: number; metricsPort: number }>;
-  /** SIGTERM path: fail readiness, lameduck, close listeners, stop informers. Safe twice. */
+  /** Resolves when ready: every resource synced, or --initial-sync-timeout passed. */
+  whenReady(): Promise<void>;
+  /** SIGTERM path: fail readiness, lameduck, drain and close listeners, stop watches. Safe twice. */
   shutdown(): Promise<void>;
   readonly state: ClusterState;
   isReady(): boolean;
 }
 
-/** The kubedns container: informers → records → authoritative answers. Building it does no I/O. */
+/** The kubedns container: reflectors → records → authoritative answers. Building it does no I/O. */
 export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordBuilderDeps): RecordBuilder {
   const { log } = deps;
   const registry = deps.registry ?? new Registry();
@@ -32,6 +36,10 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   const closers = new CloseStack();
   let ready = false;
   let draining = false;
+  let markReady: () => void = () => {};
+  const readyPromise = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
 
   const state: ClusterState = new ClusterState(
     { zone: options.zone, reverseZones: options.reverseZones, ttlSeconds: options.ttlSeconds },
@@ -45,32 +53,32 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     dnsService: options.dnsService,
     state,
   };
-  const malformedLogged = new Set<string>();
   const responder = createResponder({
     view,
     isReady: () => ready,
     transferAllowed: (address) => options.transferTo.includes(address.replace(/^::ffff:/, '')),
-    observe: (o) => metrics.observeQuery(o),
-    onMalformed: (error) => {
-      metrics.malformed(error.headerReadable ? 'formerr' : 'dropped');
-      // One line per kind of problem, not one per packet: a flood must not flood the logs.
-      if (!malformedLogged.has(error.message) && malformedLogged.size < 100) {
-        malformedLogged.add(error.message);
-        log.warn('malformed query', { reason: error.message, answered: error.headerReadable ? 'FORMERR' : 'dropped' });
-      }
+  });
+  const handler = createQueryPipeline({
+    handle: responder.handle,
+    recursionAvailable: false,
+    udpPayloadBytes: options.ednsPacketMax,
+    log,
+    observe: (outcome) => {
+      const zone = outcome.query ? zoneOf(view, outcome.query.key) : undefined;
+      metrics.observeQuery(outcome, zone === undefined || zone === view.zone ? 'auth' : 'reverse');
     },
   });
 
   const resources: ResourceName[] = watchedResources(options);
   const watchers = createWatchers({
-    kubeConfig: deps.kubeConfig,
+    api: createApiClient(deps.kubeConfig),
     state,
     resources,
     log,
     hooks: {
-      onSynced: (r) => metrics.synced(r, Date.now()),
+      onWatching: (r) => metrics.watching(r, Date.now()),
       onError: (r) => metrics.watchError(r),
-      onRestart: (r) => metrics.watchRestart(r),
+      onRelist: (r, reason) => metrics.relisted(r, reason),
       onEvent: (r, _type, ns) => metrics.eventApplied(r, ns),
     },
   });
@@ -86,18 +94,38 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
   };
 
+  /** Waits for every resource's first list, or the timeout; then ready. Ends early on shutdown. */
+  const becomeReady = async (ports: Record<string, number>) => {
+    const started = Date.now();
+    while (!watchers.allSynced() && !draining && Date.now() - started < options.initialSyncTimeoutMs) {
+      await sleep(Math.min(50, options.initialSyncTimeoutMs));
+    }
+    if (draining) return;
+    const synced = watchers.allSynced();
+    if (!synced) {
+      log.warn('initial sync timed out; serving what is known', {
+        timeoutMs: options.initialSyncTimeoutMs,
+        unsynced: resources.filter((r) => !watchers.isSynced(r)),
+      });
+    }
+    ready = true;
+    log.info('ready', { ...ports, services: state.serviceCount, records: state.index.recordCount, synced });
+    markReady();
+  };
+
   return {
     state,
     isReady: () => ready && !draining,
+    whenReady: () => readyPromise,
     async start() {
       await warnAboutConfigDir(options.configDir, log);
       const dns: DnsListener = await listenDns({
         host: options.dnsHost,
         port: options.dnsPort,
-        handler: (raw, context) => responder.handle(raw, context),
-        onHandlerError: (error) => log.error('query handler failed', { err: error }),
+        handler,
+        onHandlerError: (error) => log.debug('send failed', { err: error }),
       });
-      closers.push('dns', () => dns.close());
+      closers.push('dns', () => dns.close({ deadlineMs: 2000 }));
       const healthz = await listenHttp(options.healthzHost, options.healthzPort, {
         '/readiness': () => (ready && !draining ? { status: 200, body: 'ok\n' } : { status: 503, body: 'not ready\n' }),
         '/healthz': () => ({ status: 200, body: 'ok\n' }),
@@ -120,33 +148,9 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       closers.push('metrics', () => metricsHttp.close());
       const ports = { dnsPort: dns.port, healthzPort: healthz.port, metricsPort: metricsHttp.port };
       log.info('listening', { ...ports, dnsAddress: options.dnsHost, zone: options.zone });
-
       closers.push('watchers', () => watchers.stop());
-      const synced = watchers.start();
-      const timedOut = await Promise.race([
-        synced
-          .then(() => watchers.allSynced())
-          .then(async (all) => {
-            if (all) return false;
-            // Some resource failed its first list: keep waiting for its restart, up to the timeout.
-            while (!watchers.allSynced()) await sleep(100);
-            return false;
-          }),
-        sleep(options.initialSyncTimeoutMs).then(() => true),
-      ]);
-      if (timedOut) {
-        log.warn('initial sync timed out; serving what is known', {
-          timeoutMs: options.initialSyncTimeoutMs,
-          unsynced: resources.filter((r) => !watchers.isSynced(r)),
-        });
-      }
-      ready = true;
-      log.info('ready', {
-        ...ports,
-        services: state.serviceCount,
-        records: state.index.recordCount,
-        synced: !timedOut,
-      });
+      watchers.start();
+      void becomeReady(ports);
       return ports;
     },
     async shutdown() {

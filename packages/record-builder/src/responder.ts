@@ -1,33 +1,17 @@
 import {
   buildBareResponse,
-  buildFormatErrorResponse,
+  type DnsRequest,
   encodeMessage,
   type Fqdn,
   finishFromTemplate,
-  maxResponseBytes,
   type ParsedQuery,
-  parseQuery,
   QCLASS,
   QTYPE,
-  type QueryContext,
-  QueryFormatError,
   RCODE,
   type Reply,
 } from '@cluster-dns/wire';
 import { type AnswerParts, buildAnswer, type ZoneView, zoneOf } from './answer-builder.js';
 import { buildZoneTransfer } from './zone-transfer.js';
-
-export type RequestSystem = 'auth' | 'reverse';
-
-export interface QueryObservation {
-  system: RequestSystem;
-  qtype: number;
-  rcode: number;
-  bytes: number;
-  transport: 'udp' | 'tcp';
-  startedAt: bigint;
-  truncated: boolean;
-}
 
 export interface ResponderOptions {
   view: ZoneView;
@@ -35,14 +19,13 @@ export interface ResponderOptions {
   isReady: () => boolean;
   /** Zone transfers (AXFR over TCP) are allowed from these client addresses only. */
   transferAllowed: (address: string) => boolean;
-  observe?: (observation: QueryObservation) => void;
-  onMalformed?: (error: QueryFormatError, context: QueryContext) => void;
   /** Bound on answers kept for names that change with any update (negative, synthesized). */
   maxVolatileAnswers?: number;
 }
 
 export interface Responder {
-  handle(raw: Buffer, context: QueryContext): Reply;
+  /** The query pipeline's handler: a query that passed the checks every server makes. */
+  handle(request: DnsRequest): Reply;
   /** Drops the ready answers of these names; every change also drops the volatile ones. */
   invalidate(names: readonly Fqdn[]): void;
   readyAnswerCount(): number;
@@ -86,60 +69,26 @@ export function createResponder(options: ResponderOptions): Responder {
     return template;
   };
 
-  const answer = (q: ParsedQuery, context: QueryContext): { reply: Reply; system: RequestSystem; rcode: number } => {
-    const zone = zoneOf(view, q.key);
-    const system: RequestSystem = zone === undefined || zone === view.zone ? 'auth' : 'reverse';
-    const bare = (rcode: number, authoritative = false) => ({
-      reply: buildBareResponse(q, rcode, { authoritative }),
-      system,
-      rcode,
-    });
-    if (q.opcode !== 0) return bare(RCODE.NOTIMP);
-    if (q.edns && q.edns.version > 0) return bare(RCODE.BADVERS);
-    if (q.qclass !== QCLASS.IN && q.qclass !== QCLASS.ANY) return bare(RCODE.REFUSED);
-    if (!zone) return bare(RCODE.REFUSED);
-    if (!options.isReady()) return bare(RCODE.SERVFAIL);
-    // Kubernetes names are DNS-1123: a label with an escaped dot or odd octets cannot exist.
-    if (q.key.includes('\\')) return bare(RCODE.NXDOMAIN, true);
-    if (q.qtype === QTYPE.AXFR || q.qtype === 251) {
-      if (context.transport !== 'tcp' || zone !== view.zone || !options.transferAllowed(context.remoteAddress)) {
-        return bare(RCODE.REFUSED);
-      }
-      return { reply: buildZoneTransfer(view, q), system, rcode: RCODE.NOERROR };
-    }
-    const template = templateFor(q, zone);
-    return {
-      reply: finishFromTemplate(template, q, maxResponseBytes(q, context.transport)),
-      system,
-      rcode: template.readUInt16BE(2) & 0xf,
-    };
-  };
-
   return {
-    handle(raw, context) {
-      const startedAt = options.observe ? process.hrtime.bigint() : 0n;
-      let q: ParsedQuery;
-      try {
-        q = parseQuery(raw);
-      } catch (error) {
-        if (!(error instanceof QueryFormatError)) throw error;
-        options.onMalformed?.(error, context);
-        return error.headerReadable ? buildFormatErrorResponse(raw) : undefined;
+    handle(request) {
+      const { query: q, context } = request;
+      const bare = (rcode: number, authoritative = false) =>
+        buildBareResponse(q, rcode, { authoritative, udpPayloadBytes: request.udpPayloadBytes });
+      const zone = zoneOf(view, q.key);
+      // Not a recursor: names outside our zones are refused, without AA.
+      if (!zone) return bare(RCODE.REFUSED);
+      if (!options.isReady()) return bare(RCODE.SERVFAIL);
+      // Kubernetes names are DNS-1123: a label with an escaped octet cannot exist.
+      if (q.key.includes('\\')) return bare(RCODE.NXDOMAIN, true);
+      if (q.qtype === QTYPE.AXFR || q.qtype === QTYPE.IXFR) {
+        if (context.transport !== 'tcp' || zone !== view.zone || !options.transferAllowed(context.remoteAddress)) {
+          return bare(RCODE.REFUSED);
+        }
+        return buildZoneTransfer(view, q);
       }
-      const { reply, system, rcode } = answer(q, context);
-      if (options.observe) {
-        const first = Buffer.isBuffer(reply) ? reply : reply?.[0];
-        options.observe({
-          system,
-          qtype: q.qtype,
-          rcode,
-          bytes: first?.length ?? 0,
-          transport: context.transport,
-          startedAt,
-          truncated: first !== undefined && (first.readUInt16BE(2) & 0x0200) !== 0,
-        });
-      }
-      return reply;
+      return finishFromTemplate(templateFor(q, zone), q, request.limitBytes, {
+        udpPayloadBytes: request.udpPayloadBytes,
+      });
     },
     invalidate(names) {
       for (const name of names) stable.delete(name);

@@ -1,11 +1,21 @@
-import { buildQueryMessage, type DnsMessage, decodeMessage, encodeMessage, QTYPE, toFqdn } from '@cluster-dns/wire';
+import {
+  buildQueryMessage,
+  createQueryPipeline,
+  type DecodedMessage,
+  decodeMessage,
+  encodeMessage,
+  QTYPE,
+  type QueryContext,
+  type Reply,
+  toFqdn,
+} from '@cluster-dns/wire';
 import type { ZoneView } from './answer-builder.js';
 import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
 import { ClusterState } from './cluster-state.js';
 import type { PodsMode } from './pod-records.js';
 import { createResponder, type Responder } from './responder.js';
 
-/** A zone with a responder, for unit tests: no sockets, no informers. */
+/** A zone with a responder behind the real query pipeline, for unit tests: no sockets, no watches. */
 export function createTestZone(
   options: { pods?: PodsMode; ready?: boolean; transferTo?: string[]; ttl?: number } = {},
 ) {
@@ -30,13 +40,20 @@ export function createTestZone(
     isReady: () => ready,
     transferAllowed: (a) => (options.transferTo ?? []).includes(a),
   });
+  const pipeline = createQueryPipeline({ handle: responder.handle, recursionAvailable: false });
+  // The record-builder answers from memory: its pipeline never returns a promise.
+  const handle = (raw: Buffer, context: QueryContext): Reply => {
+    const reply = pipeline(raw, context);
+    if (reply instanceof Promise) throw new Error('the record-builder answered asynchronously');
+    return reply;
+  };
   const ask = (
     name: string,
     type: number = QTYPE.A,
     extra: { transport?: 'udp' | 'tcp'; edns?: { udpSize: number }; remote?: string; raw?: Buffer } = {},
-  ): DnsMessage => {
+  ): DecodedMessage => {
     const raw = extra.raw ?? encodeMessage(buildQueryMessage(4242, name, type, { edns: extra.edns }));
-    const reply = (responder as Responder).handle(raw, {
+    const reply = handle(raw, {
       transport: extra.transport ?? 'udp',
       remoteAddress: extra.remote ?? '127.0.0.1',
       remotePort: 5000,
@@ -48,6 +65,7 @@ export function createTestZone(
   return {
     state,
     responder,
+    handle,
     ask,
     setReady: (value: boolean) => {
       ready = value;

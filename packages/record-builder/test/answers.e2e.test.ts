@@ -77,14 +77,24 @@ describe('record-builder process answers node:dns (c-ares) over UDP and TCP', ()
     expect(nx.authorities[0]?.soa?.minimum).toBe(30);
   });
 
-  it('truncates 100 headless endpoints over UDP, and c-ares gets all of them by retrying over TCP', async () => {
+  it('truncates 100 headless endpoints over UDP to whole records, and c-ares gets all by retrying over TCP', async () => {
     const rb = await startRecordBuilder(cluster);
     const udp = await rb.query(`wide.data.${Z}`, QTYPE.A);
     expect(udp.flags.tc).toBe(true);
+    expect(udp.answers.length).toBeGreaterThan(20);
+    // Asked with 4096, answered within the 1232 default of --edns-packet-max.
+    const edns = await rb.query(`wide.data.${Z}`, QTYPE.A, { edns: { udpSize: 4096 } });
+    expect(edns.flags.tc).toBe(true);
+    expect(edns.additionals.find((r) => r.type === QTYPE.OPT)?.class).toBe(1232);
+    expect((await rb.resolver.resolve4(`wide.data.${Z}`)).length).toBe(100);
+  });
+
+  it('sends larger UDP replies when --edns-packet-max allows them', async () => {
+    const rb = await startRecordBuilder(cluster, ['--edns-packet-max=4096']);
     const edns = await rb.query(`wide.data.${Z}`, QTYPE.A, { edns: { udpSize: 4096 } });
     expect(edns.flags.tc).toBe(false);
     expect(edns.answers).toHaveLength(100);
-    expect((await rb.resolver.resolve4(`wide.data.${Z}`)).length).toBe(100);
+    expect(edns.additionals.find((r) => r.type === QTYPE.OPT)?.class).toBe(4096);
   });
 
   it('answers dig the same way, when dig is installed', async () => {

@@ -10,7 +10,7 @@ import {
   startApiServer,
   type TestApiServer,
 } from '@cluster-dns/testkit';
-import { type DnsMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
+import { type DecodedMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
 import { afterEach } from 'vitest';
 
 export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
@@ -27,7 +27,7 @@ export interface RecordBuilderUnderTest {
   healthzPort: number;
   metricsPort: number;
   resolver: Resolver;
-  query(name: string, type: number, options?: QueryOptions): Promise<DnsMessage>;
+  query(name: string, type: number, options?: QueryOptions): Promise<DecodedMessage>;
 }
 
 /** testkit's API server with `objects`, then the built record-builder against it on free ports. */

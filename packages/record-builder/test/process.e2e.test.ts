@@ -2,7 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fixtures } from '@cluster-dns/testkit';
 import { QTYPE } from '@cluster-dns/wire';
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { createRecordBuilderMetrics } from '../src/metrics.js';
 import { recordBuilderFlags } from '../src/options.js';
 import { MAIN, startRecordBuilder } from './harness.js';
 
@@ -25,6 +27,11 @@ describe('record-builder as a process', () => {
     for (const name of Object.keys(recordBuilderFlags)) expect(readme).toContain(`--${name}`);
     for (const word of ['/readiness', '/healthz', '/cache', '/metrics', '10053', '8081', '10055'])
       expect(readme).toContain(word);
+    const registry = new Registry();
+    createRecordBuilderMetrics(registry);
+    const ours = registry.getMetricsAsArray().filter((m) => !/^(process|nodejs)_/.test(m.name));
+    expect(ours.length).toBeGreaterThan(10);
+    for (const metric of ours) expect(readme).toContain(`\`${metric.name}\``);
   });
 
   it.each([

@@ -87,7 +87,9 @@ describe('record-builder process follows the API and survives its faults', () =>
     expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
     const metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/clusterdns_recordbuilder_watch_errors_total\{resource="services"\} [1-9]/);
-    expect(metrics).toMatch(/clusterdns_recordbuilder_watch_restarts_total\{resource="services"\} [1-9]/);
+    // The watch resumed from its last version: healthy again, without a full relist.
+    expect(metrics).toMatch(/clusterdns_recordbuilder_watch_healthy\{resource="services"\} 1/);
+    expect(metrics).not.toMatch(/clusterdns_recordbuilder_relists_total\{resource="services",reason="error"\}/);
   }, 40_000);
 
   it('answers SERVFAIL and fails readiness until the first list completes', async () => {

@@ -1,15 +1,6 @@
-/** Base of every error this project throws on purpose: a stable code, an optional hint. */
-export class ClusterDnsError extends Error {
-  readonly code: string;
-  readonly hint: string | undefined;
+import { ClusterDnsError } from '@cluster-dns/wire';
 
-  constructor(code: string, message: string, options: { cause?: unknown; hint?: string } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.code = code;
-    this.hint = options.hint;
-  }
-}
+export { ClusterDnsError };
 
 /** A command-line flag or config value that does not parse. Startup exits 2 on it. */
 export class FlagError extends ClusterDnsError {
@@ -34,9 +25,12 @@ export class UnknownFlagError extends ClusterDnsError {
   }
 }
 
-/** Renders an error as the `err` field of a log line. */
+/** Renders an error as the `err` field of a log line: name, code, message, cause. */
 export function describeError(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { message: String(error) };
+  if (!(error instanceof Error)) {
+    if (typeof error === 'object' && error !== null) return { message: JSON.stringify(error) };
+    return { message: String(error) };
+  }
   const out: Record<string, unknown> = { name: error.name, message: error.message };
   const code = (error as { code?: unknown }).code;
   if (code !== undefined) out.code = code;

@@ -1,8 +1,10 @@
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { bindHint, bindReason, ClusterDnsError } from '@cluster-dns/wire';
+import express, { type Express, type Request } from 'express';
 
 export type HttpRoute = (
-  request: http.IncomingMessage,
+  request: Request,
   url: URL,
 ) =>
   | { status: number; body: string; contentType?: string }
@@ -11,40 +13,77 @@ export type HttpRoute = (
 export interface HttpListener {
   readonly host: string;
   readonly port: number;
-  close(): Promise<void>;
+  /** Stops accepting, lets requests in flight finish (bounded by `deadlineMs`), then closes. */
+  close(options?: { deadlineMs?: number }): Promise<void>;
+}
+
+/** An HTTP listener that could not bind, naming the address and the system's reason. */
+export class HttpBindError extends ClusterDnsError {
+  constructor(
+    readonly address: string,
+    cause: unknown,
+  ) {
+    const why = bindReason(cause);
+    super('HTTP_BIND', `cannot listen on ${address}/http: ${why}`, { cause, hint: bindHint(why) });
+  }
+}
+
+/** An express app answering GET on each path of `routes`, 404 elsewhere, 500 if a route throws. */
+export function routesApp(routes: Record<string, HttpRoute>): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  for (const [path, route] of Object.entries(routes)) {
+    app.get(path, async (req, res) => {
+      try {
+        const out = await route(req, new URL(req.originalUrl, 'http://localhost'));
+        res
+          .status(out.status)
+          .type(out.contentType ?? 'text/plain; charset=utf-8')
+          .send(out.body);
+      } catch (error) {
+        res
+          .status(500)
+          .type('text/plain; charset=utf-8')
+          .send(`error: ${(error as Error).message}\n`);
+      }
+    });
+  }
+  app.use((_req, res) => {
+    res.status(404).type('text/plain; charset=utf-8').send('404 page not found\n');
+  });
+  return app;
 }
 
 /**
- * A small GET-only HTTP server for probes, metrics and debug dumps. Port 0 picks a free one.
- * A bind failure names the address and the reason.
+ * Serves an express app (or a table of GET routes) for probes, metrics and debug dumps: the one
+ * HTTP stack of the project. Port 0 picks a free one. A bind failure is an HttpBindError.
  */
-export async function listenHttp(host: string, port: number, routes: Record<string, HttpRoute>): Promise<HttpListener> {
-  const server = http.createServer(async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const route = routes[url.pathname];
-    try {
-      const out = route ? await route(req, url) : { status: 404, body: '404 page not found\n' };
-      res.writeHead(out.status, { 'content-type': out.contentType ?? 'text/plain; charset=utf-8' });
-      res.end(out.body);
-    } catch (error) {
-      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(`error: ${(error as Error).message}\n`);
-    }
+export async function listenHttp(
+  host: string,
+  port: number,
+  handler: Express | Record<string, HttpRoute>,
+): Promise<HttpListener> {
+  const app = typeof handler === 'function' ? handler : routesApp(handler);
+  const server: http.Server = await new Promise((resolve, reject) => {
+    const s = app.listen(port, host, () => resolve(s));
+    s.once('error', (error) => reject(new HttpBindError(`${host}:${port}`, error)));
   });
   server.keepAliveTimeout = 5000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new Error(`cannot listen on ${host}:${port}/http: ${error.code ?? error.message}`, { cause: error })),
-    );
-    server.listen(port, host, () => resolve());
-  });
+  let closing: Promise<void> | undefined;
   return {
     host,
     port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: (options = {}) => {
+      closing ??= new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.closeAllConnections(), options.deadlineMs ?? 2000);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return closing;
+    },
   };
 }

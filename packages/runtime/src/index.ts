@@ -1,8 +1,9 @@
+export { ednsPacketMaxFlag } from './dns-flags.js';
 export { formatGoDuration, parseGoDurationMs } from './duration.js';
 export { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
 export { type FlagDef, type FlagValues, flag, formatFlagHelp, type ParsedFlags, parseFlags } from './flags.js';
 export { type HostPort, parseHostPort } from './host-port.js';
-export { type HttpListener, type HttpRoute, listenHttp } from './http-listener.js';
+export { HttpBindError, type HttpListener, type HttpRoute, listenHttp, routesApp } from './http-listener.js';
 export {
   ConfigError,
   EMPTY_KUBE_DNS_CONFIG,

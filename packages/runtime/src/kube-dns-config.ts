@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isDns1123Subdomain } from '@cluster-dns/wire';
 import { ClusterDnsError } from './errors.js';
 import { type HostPort, parseHostPort } from './host-port.js';
 
@@ -24,8 +25,6 @@ export const EMPTY_KUBE_DNS_CONFIG: KubeDnsConfig = Object.freeze({
   upstreamNameservers: [],
   federations: undefined,
 });
-
-const DNS1123_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
  * Reads a ConfigMap volume: one file per key, hidden entries (the kubelet's `..data` symlink
@@ -63,8 +62,10 @@ export function parseKubeDnsConfig(data: ReadonlyMap<string, string>): KubeDnsCo
       throw new ConfigError('stubDomains', 'expected a JSON object of domain → [nameserver, …]');
     }
     for (const [domain, servers] of Object.entries(parsed)) {
+      // kube-dns takes keys that are DNS-1123 subdomains; case and a trailing dot are forgiven here,
+      // since DNS names are case-insensitive and both spell the same domain.
       const key = domain.toLowerCase().replace(/\.$/, '');
-      if (!DNS1123_SUBDOMAIN.test(key))
+      if (!isDns1123Subdomain(key))
         throw new ConfigError('stubDomains', `${JSON.stringify(domain)} is not a DNS-1123 subdomain`);
       if (!Array.isArray(servers) || servers.length === 0 || !servers.every((s) => typeof s === 'string')) {
         throw new ConfigError('stubDomains', `${domain}: expected a non-empty array of nameserver strings`);

@@ -25,6 +25,24 @@ const flags = { port: flag.int('port', 53, { min: 0, max: 65535 }) };
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
 describe('runMain', () => {
+  it('logs a failed shutdown with the error itself, and exits 1', async () => {
+    const f = fakeHooks([]);
+    await runMain(
+      {
+        program: 'p',
+        summary: '',
+        flags,
+        start: async () => ({ shutdown: () => Promise.reject(new Error('disk gone')) }),
+      },
+      f.hooks,
+    );
+    f.signal('SIGTERM');
+    await tick();
+    const line = f.out.stdout.split('\n').find((l) => l.includes('shutdown failed'));
+    expect(JSON.parse(line ?? '{}').err).toEqual({ name: 'Error', message: 'disk gone' });
+    expect(f.out.exits).toEqual([1]);
+  });
+
   it('exits 2 with one line naming a bad flag', async () => {
     const f = fakeHooks(['--port=x']);
     await runMain({ program: 'p', summary: '', flags, start: async () => ({ shutdown: async () => {} }) }, f.hooks);

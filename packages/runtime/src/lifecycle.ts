@@ -1,4 +1,4 @@
-import { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
+import { ClusterDnsError, FlagError, UnknownFlagError } from './errors.js';
 import { type FlagDef, type FlagValues, formatFlagHelp, parseFlags } from './flags.js';
 import { createLogger, type Logger, levelFromVerbosity } from './logger.js';
 
@@ -53,7 +53,7 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
   }
   const verbosity =
     typeof (parsed.values as Record<string, unknown>).v === 'number' ? (parsed.values as Record<string, number>).v : 0;
-  const log = createLogger({ component: spec.program, level: levelFromVerbosity(verbosity ?? 0) });
+  const log = createLogger({ component: spec.program, level: levelFromVerbosity(verbosity ?? 0), write: hooks.stdout });
   hooks.onFatal((error) => {
     log.fatal('unexpected error, exiting', { err: error });
     hooks.exit(1);
@@ -93,7 +93,7 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
         hooks.exit(0);
       },
       (error: unknown) => {
-        log.error('shutdown failed', { err: describeError(error) });
+        log.error('shutdown failed', { err: error });
         hooks.exit(1);
       },
     );

@@ -15,13 +15,10 @@ import {
 export type UpstreamBehaviour = 'answer' | 'servfail' | 'refused' | 'drop';
 export type SpoofKind = 'id' | 'question' | 'source';
 
-export interface TestUpstreamRecord {
-  type: number;
-  ttl?: number;
-  address?: string;
-  target?: string;
-  text?: string[];
-}
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** A record the test upstream serves at a name: any record type, the TTL defaulting to 60. */
+export type TestUpstreamRecord = DistributiveOmit<Rr, 'name' | 'class' | 'ttl'> & { ttl?: number };
 
 export interface TestUpstreamOptions {
   /** Records by owner name. Names not here get NXDOMAIN with an SOA of `negativeTtl`. */
@@ -90,7 +87,7 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
       });
     }
     const matching = records.filter((r) => r.type === q.qtype || r.type === QTYPE.CNAME);
-    const answers: Rr[] = matching.map((r) => ({ name: q.qname, class: 1, ttl: r.ttl ?? 60, ...r }));
+    const answers = matching.map((r) => ({ ...r, name: q.qname, class: 1, ttl: r.ttl ?? 60 }) as Rr);
     const authorities = answers.length ? [] : [soa];
     return encodeMessage({
       id: q.id,

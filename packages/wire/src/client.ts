@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { HEADER_BYTES } from './constants.js';
-import { DnsTimeoutError } from './errors.js';
-import { buildQueryMessage, type DnsMessage, decodeMessage, encodeMessage } from './message.js';
+import { FLAG, HEADER_BYTES, RCODE_MASK } from './constants.js';
+import { ConnectionClosedError, DnsTimeoutError } from './errors.js';
+import { buildQueryMessage, type DecodedMessage, decodeMessage, encodeMessage } from './message.js';
 import { readName } from './names-on-wire.js';
 import type { Transport } from './response.js';
 
@@ -81,10 +81,10 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
 
 /** Why a reply does not answer the query with this ID and question, or undefined when it does. */
 export function checkReply(reply: Buffer, id: number, question: string | undefined): RejectReason | undefined {
-  if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & 0x8000) === 0) return 'not-a-response';
+  if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0) return 'not-a-response';
   if (reply.readUInt16BE(0) !== id) return 'id';
   // FORMERR replies may carry no question; accept them on the ID alone.
-  const rcode = reply.readUInt16BE(2) & 0xf;
+  const rcode = reply.readUInt16BE(2) & RCODE_MASK;
   if (reply.readUInt16BE(4) === 0 && rcode !== 0) return undefined;
   if (questionKey(reply) !== question) return 'question';
   return undefined;
@@ -108,7 +108,7 @@ function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, option
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
     socket.on('error', (error) => finish(error));
-    socket.on('close', () => finish(new Error(`connection to ${server.host}:${server.port} closed before a reply`)));
+    socket.on('close', () => finish(new ConnectionClosedError(`${server.host}:${server.port}`)));
     socket.on('connect', () => {
       const frame = Buffer.allocUnsafe(query.length + 2);
       frame.writeUInt16BE(query.length, 0);
@@ -131,6 +131,7 @@ function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, option
 export interface QueryOptions extends ExchangeOptions {
   qclass?: number;
   rd?: boolean;
+  opcode?: number;
   edns?: { udpSize: number; dnssecOk?: boolean };
 }
 
@@ -140,7 +141,7 @@ export async function queryDns(
   name: string,
   type: number,
   options: QueryOptions = {},
-): Promise<DnsMessage> {
+): Promise<DecodedMessage> {
   const query = encodeMessage(buildQueryMessage(randomQueryId(), name, type, options));
   return decodeMessage(await exchangeRaw(server, query, options));
 }

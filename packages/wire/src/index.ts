@@ -1,26 +1,46 @@
 export {
+  checkReply,
   type DnsServer,
   type ExchangeOptions,
   exchangeRaw,
   type QueryOptions,
   queryDns,
+  questionKey,
   type RejectReason,
   randomQueryId,
 } from './client.js';
 export {
-  EDNS_MAX_UDP_BYTES,
+  EDNS_DEFAULT_UDP_BYTES,
+  FLAG,
   HEADER_BYTES,
   OPCODE,
+  OPCODE_MASK,
+  OPCODE_SHIFT,
+  OPT_RECORD_BYTES,
+  opcodeName,
   QCLASS,
   QTYPE,
   RCODE,
+  RCODE_MASK,
   rcodeName,
   TCP_MAX_BYTES,
   typeFromName,
   typeName,
   UDP_LEGACY_MAX_BYTES,
 } from './constants.js';
-export { DnsBindError, DnsTimeoutError, QueryFormatError } from './errors.js';
+export { ERROR_CODES, type ErrorCode } from './error-codes.js';
+export {
+  AddressError,
+  bindHint,
+  bindReason,
+  ClusterDnsError,
+  ConnectionClosedError,
+  DnsBindError,
+  DnsTimeoutError,
+  NameError,
+  PoolClosedError,
+  QueryFormatError,
+} from './errors.js';
 export {
   type Fqdn,
   isDns1123Label,
@@ -43,21 +63,43 @@ export {
 export {
   buildQueryMessage,
   DEFAULT_FLAGS,
+  type DecodedMessage,
   type DnsFlags,
   type DnsMessage,
   decodeMessage,
   encodeMessage,
   type Question,
-  type Rr,
-  type Soa,
 } from './message.js';
-export { readName, skipName, writeName } from './names-on-wire.js';
+export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
 export { encodeOptRecord } from './opt-record.js';
-export { type Edns, type ParsedQuery, parseQuery } from './query.js';
+export {
+  createQueryPipeline,
+  type DnsRequest,
+  type PipelineOptions,
+  type QueryHandler,
+  type QueryOutcome,
+  type Rejection,
+} from './pipeline.js';
+export { type Edns, opcodeOf, type ParsedQuery, parseQuery } from './query.js';
+export { assembleReply, copyRecord } from './record-copy.js';
+export type {
+  AaaaRecord,
+  ARecord,
+  DecodedRr,
+  MxRecord,
+  NameRecord,
+  OpaqueRecord,
+  OptRecord,
+  Rr,
+  Soa,
+  SoaRecord,
+  SrvRecord,
+  TxtRecord,
+} from './records.js';
 export {
   type BareResponseOptions,
   buildBareResponse,
-  buildFormatErrorResponse,
+  buildHeaderOnlyResponse,
   finishFromTemplate,
   maxResponseBytes,
   type TemplatePatch,
@@ -65,4 +107,5 @@ export {
 } from './response.js';
 export { type ScannedRecord, type ScannedResponse, scanResponse, stripOpt } from './response-scan.js';
 export { addressFromReverseName, canonicalIpv6, reverseNameOf } from './reverse-name.js';
+export { truncateReply } from './truncate.js';
 export { createUdpPool, type UdpPool, type UdpPoolOptions } from './udp-pool.js';

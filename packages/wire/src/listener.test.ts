@@ -6,7 +6,7 @@ import { QTYPE, RCODE } from './constants.js';
 import { type DnsListener, listenDns } from './listener.js';
 import { encodeMessage } from './message.js';
 import { parseQuery } from './query.js';
-import { buildBareResponse, buildFormatErrorResponse } from './response.js';
+import { buildBareResponse, buildHeaderOnlyResponse } from './response.js';
 
 const open: DnsListener[] = [];
 afterEach(async () => {
@@ -23,7 +23,7 @@ async function serveFixed(delayMs = 0) {
       try {
         q = parseQuery(raw);
       } catch {
-        return buildFormatErrorResponse(raw);
+        return buildHeaderOnlyResponse(raw, RCODE.FORMERR);
       }
       if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
       const reply = encodeMessage({

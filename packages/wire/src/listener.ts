@@ -2,6 +2,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { DnsBindError } from './errors.js';
 import type { Transport } from './response.js';
+import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
 
 export interface QueryContext {
   transport: Transport;
@@ -21,7 +22,7 @@ export interface ListenDnsOptions {
   /** 0 picks a free port, the same for UDP and TCP. */
   port: number;
   handler: RawHandler;
-  /** Called when the handler throws; the packet is then dropped. */
+  /** Called when the handler throws or a send fails; the packet is then dropped. */
   onHandlerError?: (error: unknown, context: QueryContext) => void;
   /** RFC 7766 §6.2.3: close a TCP connection idle this long. */
   tcpIdleTimeoutMs?: number;
@@ -36,10 +37,18 @@ export interface DnsListener {
   readonly port: number;
   /** Open TCP connections, for metrics and tests. */
   tcpConnections(): number;
-  close(): Promise<void>;
+  /** Replies still being worked on, UDP and TCP. */
+  inFlight(): number;
+  /**
+   * Drains, then closes: stops reading (new datagrams are ignored, new connections refused, open
+   * connections read no further), lets the replies in flight be sent, bounded by `deadlineMs`,
+   * then closes every socket. Safe to call twice.
+   */
+  close(options?: { deadlineMs?: number }): Promise<void>;
 }
 
 const BIND_ATTEMPTS = 20;
+const DEFAULT_DRAIN_MS = 5000;
 
 /**
  * Binds UDP and TCP on one port, as every DNS server must (RFC 7766). With port 0 it binds TCP
@@ -48,7 +57,7 @@ const BIND_ATTEMPTS = 20;
 export async function listenDns(options: ListenDnsOptions): Promise<DnsListener> {
   let lastError: unknown;
   for (let attempt = 0; attempt < (options.port === 0 ? BIND_ATTEMPTS : 1); attempt++) {
-    const tcp = net.createServer({ allowHalfOpen: false, noDelay: true });
+    const tcp = net.createServer({ allowHalfOpen: true, noDelay: true });
     try {
       await listenTcp(tcp, options.host, options.port);
     } catch (error) {
@@ -105,111 +114,105 @@ function bindUdp(socket: dgram.Socket, host: string, port: number): Promise<void
 
 function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, port: number): DnsListener {
   const { handler } = options;
-  const idleMs = options.tcpIdleTimeoutMs ?? 10_000;
-  const maxConnections = options.maxTcpConnections ?? 1000;
-  const maxPipelined = options.maxTcpPipelined ?? 100;
-  const sockets = new Set<net.Socket>();
+  const connections = new Set<TcpConnection>();
   const reportError = (error: unknown, context: QueryContext) => options.onHandlerError?.(error, context);
+  let udpPending = 0;
+  let draining = false;
+  let udpClosed = false;
+  let closing: Promise<void> | undefined;
+  let settled: (() => void) | undefined;
+  const checkSettled = () => {
+    if (settled && udpPending === 0 && [...connections].every((c) => c.settled())) settled();
+  };
 
   // A send error (say, the client's port is gone) concerns one packet, not the server.
   udp.on('error', (error) => reportError(error, { transport: 'udp', remoteAddress: '', remotePort: 0 }));
   udp.on('message', (msg, rinfo) => {
+    if (draining) return;
     const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port };
     const send = (reply: Reply) => {
-      if (Buffer.isBuffer(reply)) udp.send(reply, rinfo.port, rinfo.address);
-      else for (const message of reply ?? []) udp.send(message, rinfo.port, rinfo.address);
+      if (udpClosed || reply === undefined) return;
+      const messages = Buffer.isBuffer(reply) ? [reply] : reply;
+      for (const message of messages) {
+        udp.send(message, rinfo.port, rinfo.address, (error) => {
+          if (error) reportError(error, context);
+        });
+      }
     };
     try {
       const reply = handler(msg, context);
-      if (reply instanceof Promise) reply.then(send, (error: unknown) => reportError(error, context));
-      else send(reply);
+      if (!(reply instanceof Promise)) return send(reply);
+      udpPending++;
+      reply
+        .then(send, (error: unknown) => reportError(error, context))
+        .finally(() => {
+          udpPending--;
+          checkSettled();
+        });
     } catch (error) {
       reportError(error, context);
     }
   });
 
+  const idleMs = options.tcpIdleTimeoutMs ?? 10_000;
+  const maxConnections = options.maxTcpConnections ?? 1000;
+  const maxPipelined = options.maxTcpPipelined ?? 100;
   tcp.on('error', (error) => reportError(error, { transport: 'tcp', remoteAddress: '', remotePort: 0 }));
   tcp.on('connection', (socket) => {
-    if (sockets.size >= maxConnections) {
+    if (draining || connections.size >= maxConnections) {
       socket.destroy();
       return;
     }
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {
-      // A reset by the client ends that connection only; 'close' follows and cleans up.
+    const connection = serveTcpConnection(socket, {
+      handler,
+      idleMs,
+      maxPipelined,
+      reportError,
+      onSettle: checkSettled,
     });
-    socket.setTimeout(idleMs, () => socket.destroy());
-    serveTcpConnection(socket, handler, maxPipelined, reportError);
+    connections.add(connection);
+    socket.on('close', () => {
+      connections.delete(connection);
+      checkSettled();
+    });
   });
+
+  const close = (deadlineMs: number) => {
+    draining = true;
+    tcp.close();
+    for (const c of connections) c.drain();
+    const allSettled = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    checkSettled();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs);
+      timer.unref();
+    });
+    return Promise.race([allSettled, deadline]).then(() => {
+      clearTimeout(timer);
+      for (const c of connections) c.destroy();
+      udpClosed = true;
+      return new Promise<void>((resolve) => {
+        try {
+          udp.close(() => resolve());
+        } catch {
+          // Closed already (a bind that failed half way): nothing is left to close.
+          resolve();
+        }
+      });
+    });
+  };
 
   return {
     host: options.host,
     port,
-    tcpConnections: () => sockets.size,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        let pending = 2;
-        const done = () => --pending === 0 && resolve();
-        try {
-          udp.close(done);
-        } catch {
-          // Already closed: close() is safe to call twice.
-          done();
-        }
-        tcp.close(() => done());
-      }),
+    tcpConnections: () => connections.size,
+    inFlight: () => udpPending + [...connections].reduce((n, c) => n + c.pending(), 0),
+    close: (closeOptions = {}) => {
+      closing ??= close(closeOptions.deadlineMs ?? DEFAULT_DRAIN_MS);
+      return closing;
+    },
   };
-}
-
-/** RFC 7766: two-octet length prefix, several queries per connection, answers as they are ready. */
-function serveTcpConnection(
-  socket: net.Socket,
-  handler: RawHandler,
-  maxPipelined: number,
-  reportError: (error: unknown, context: QueryContext) => void,
-): void {
-  const context: QueryContext = {
-    transport: 'tcp',
-    remoteAddress: socket.remoteAddress ?? '',
-    remotePort: socket.remotePort ?? 0,
-  };
-  let buffered = Buffer.alloc(0);
-  let pending = 0;
-  const write = (reply: Reply) => {
-    pending--;
-    const messages = reply === undefined ? [] : Buffer.isBuffer(reply) ? [reply] : reply;
-    for (const message of messages) {
-      if (socket.destroyed) break;
-      const frame = Buffer.allocUnsafe(message.length + 2);
-      frame.writeUInt16BE(message.length, 0);
-      message.copy(frame, 2);
-      socket.write(frame);
-    }
-    if (pending < maxPipelined && socket.isPaused()) socket.resume();
-  };
-  socket.on('data', (chunk) => {
-    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-    while (buffered.length >= 2) {
-      const length = buffered.readUInt16BE(0);
-      if (buffered.length < 2 + length) break;
-      const message = buffered.subarray(2, 2 + length);
-      buffered = buffered.subarray(2 + length);
-      pending++;
-      try {
-        const reply = handler(message, context);
-        if (reply instanceof Promise) {
-          reply.then(write, (error: unknown) => {
-            reportError(error, context);
-            write(undefined);
-          });
-        } else write(reply);
-      } catch (error) {
-        reportError(error, context);
-        write(undefined);
-      }
-    }
-    if (pending >= maxPipelined) socket.pause();
-  });
 }

@@ -1,36 +1,11 @@
 import dns2 from 'dns2';
-import { QCLASS, QTYPE } from './constants.js';
+import { FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
+import { NameError, QueryFormatError } from './errors.js';
+import { labelOctets, readName } from './names-on-wire.js';
+import type { DecodedRr, NameRecord, Rr } from './records.js';
+import { canonicalIpv6 } from './reverse-name.js';
 
 const { Packet } = dns2;
-
-export interface Soa {
-  primary: string;
-  admin: string;
-  serial: number;
-  refresh: number;
-  retry: number;
-  expiration: number;
-  minimum: number;
-}
-
-/** One resource record. Which data fields are set depends on `type`. */
-export interface Rr {
-  name: string;
-  type: number;
-  class: number;
-  ttl: number;
-  /** A, AAAA */
-  address?: string;
-  /** CNAME, PTR, NS, SRV */
-  target?: string;
-  /** TXT: one entry per character-string */
-  text?: string[];
-  priority?: number;
-  weight?: number;
-  port?: number;
-  soa?: Soa;
-  /** OPT: the advertised UDP size lives in CLASS and the flags in TTL. */
-}
 
 export interface Question {
   name: string;
@@ -50,6 +25,7 @@ export interface DnsFlags {
   rcode: number;
 }
 
+/** A message this project builds. */
 export interface DnsMessage {
   id: number;
   flags: DnsFlags;
@@ -57,6 +33,13 @@ export interface DnsMessage {
   answers: Rr[];
   authorities: Rr[];
   additionals: Rr[];
+}
+
+/** A message read off the wire: records of types not modelled come back opaque. */
+export interface DecodedMessage extends Omit<DnsMessage, 'answers' | 'authorities' | 'additionals'> {
+  answers: DecodedRr[];
+  authorities: DecodedRr[];
+  additionals: DecodedRr[];
 }
 
 export const DEFAULT_FLAGS: DnsFlags = {
@@ -71,11 +54,18 @@ export const DEFAULT_FLAGS: DnsFlags = {
   rcode: 0,
 };
 
-const bare = (name: string) => (name.endsWith('.') ? name.slice(0, -1) : name);
-const dotted = (name: string) => (name.endsWith('.') ? name : `${name}.`);
+/**
+ * A name's text form as dns2 writes it: raw label characters joined by dots. dns2 splits on dots,
+ * so a label that holds one cannot go through it; the hot paths write such names themselves.
+ */
+function toDns2Name(text: string): string {
+  const labels = labelOctets(text);
+  if (labels.some((l) => l.includes(0x2e))) throw new NameError(text, 'a label holding a dot cannot be encoded here');
+  return labels.map((l) => String.fromCharCode(...l)).join('.');
+}
 
 function toDns2(rr: Rr): Record<string, unknown> {
-  const out: Record<string, unknown> = { name: bare(rr.name), type: rr.type, class: rr.class, ttl: rr.ttl };
+  const out: Record<string, unknown> = { name: toDns2Name(rr.name), type: rr.type, class: rr.class, ttl: rr.ttl };
   switch (rr.type) {
     case QTYPE.A:
     case QTYPE.AAAA:
@@ -83,68 +73,34 @@ function toDns2(rr: Rr): Record<string, unknown> {
       break;
     case QTYPE.CNAME:
     case QTYPE.PTR:
-      out.domain = bare(rr.target ?? '');
+      out.domain = toDns2Name(rr.target);
       break;
     case QTYPE.NS:
-      out.ns = bare(rr.target ?? '');
+      out.ns = toDns2Name(rr.target);
+      break;
+    case QTYPE.MX:
+      Object.assign(out, { priority: rr.priority, exchange: toDns2Name(rr.target) });
       break;
     case QTYPE.TXT:
-      out.data = rr.text ?? [];
+      out.data = rr.text;
       break;
     case QTYPE.SRV:
-      Object.assign(out, { priority: rr.priority, weight: rr.weight, port: rr.port, target: bare(rr.target ?? '') });
+      Object.assign(out, { priority: rr.priority, weight: rr.weight, port: rr.port, target: toDns2Name(rr.target) });
       break;
     case QTYPE.SOA:
-      Object.assign(out, { ...rr.soa, primary: bare(rr.soa?.primary ?? ''), admin: bare(rr.soa?.admin ?? '') });
+      Object.assign(out, { ...rr.soa, primary: toDns2Name(rr.soa.primary), admin: toDns2Name(rr.soa.admin) });
       break;
     case QTYPE.OPT:
-      Object.assign(out, { rdata: [] });
+      Object.assign(out, { name: '', rdata: [] });
       break;
   }
   return out;
 }
 
-function fromDns2(r: Record<string, unknown>): Rr {
-  const rr: Rr = {
-    name: dotted(String(r.name ?? '')),
-    type: Number(r.type),
-    class: Number(r.class),
-    ttl: Number(r.ttl),
-  };
-  switch (rr.type) {
-    case QTYPE.A:
-    case QTYPE.AAAA:
-      rr.address = String(r.address);
-      break;
-    case QTYPE.CNAME:
-    case QTYPE.PTR:
-      rr.target = dotted(String(r.domain));
-      break;
-    case QTYPE.NS:
-      rr.target = dotted(String(r.ns));
-      break;
-    case QTYPE.TXT:
-      rr.text = (Array.isArray(r.data) ? r.data : [r.data]).map(String);
-      break;
-    case QTYPE.SRV:
-      Object.assign(rr, { priority: r.priority, weight: r.weight, port: r.port, target: dotted(String(r.target)) });
-      break;
-    case QTYPE.SOA:
-      rr.soa = {
-        primary: dotted(String(r.primary)),
-        admin: dotted(String(r.admin)),
-        serial: Number(r.serial),
-        refresh: Number(r.refresh),
-        retry: Number(r.retry),
-        expiration: Number(r.expiration),
-        minimum: Number(r.minimum),
-      };
-      break;
-  }
-  return rr;
-}
-
-/** Encodes a whole message with dns2 (names compressed). Costs ~15–20 µs: not for hot paths. */
+/**
+ * Encodes a whole message with dns2 (names compressed). Costs ~15–20 µs and more per record:
+ * for replies built once and kept, error paths and tests, never per query.
+ */
 export function encodeMessage(message: DnsMessage): Buffer {
   const f = message.flags;
   const packet = new Packet({
@@ -158,46 +114,156 @@ export function encodeMessage(message: DnsMessage): Buffer {
     z: 0,
     ad: +f.ad,
     cd: +f.cd,
-    rcode: f.rcode & 0xf,
+    rcode: f.rcode & RCODE_MASK,
   } as never);
-  packet.questions = message.questions.map((q) => ({ name: bare(q.name), type: q.type, class: q.class })) as never;
+  packet.questions = message.questions.map((q) => ({
+    name: toDns2Name(q.name),
+    type: q.type,
+    class: q.class,
+  })) as never;
   packet.answers = message.answers.map(toDns2) as never;
   packet.authorities = message.authorities.map(toDns2) as never;
   packet.additionals = message.additionals.map(toDns2) as never;
   return packet.toBuffer();
 }
 
-/** Decodes a whole message with dns2. Throws when the header or question cannot be read. */
-export function decodeMessage(raw: Buffer): DnsMessage {
-  const p = Packet.parse(raw) as unknown as {
-    header: Record<string, number>;
-    questions: Array<Record<string, unknown>>;
-    answers: Array<Record<string, unknown>>;
-    authorities: Array<Record<string, unknown>>;
-    additionals: Array<Record<string, unknown>>;
+/** Reads one record's data by its type; records of other types stay opaque (RFC 3597 §5). */
+interface RecordHead {
+  name: string;
+  type: number;
+  class: number;
+  ttl: number;
+}
+
+function readRecordData(raw: Buffer, record: RecordHead, at: number, end: number): DecodedRr {
+  const head = { name: record.name, class: record.class, ttl: record.ttl };
+  const need = (n: number) => {
+    if (at + n > end) throw new QueryFormatError(`record data of type ${record.type} is too short`, true);
   };
-  const h = p.header;
+  const nameAt = (offset: number) => {
+    const { name, end: after } = readName(raw, offset);
+    if (after > end) throw new QueryFormatError('a name runs past its record', true);
+    return { name, after };
+  };
+  const done = (rr: DecodedRr, consumed: number): DecodedRr => {
+    if (consumed !== end) throw new QueryFormatError(`record data of type ${record.type} has trailing octets`, true);
+    return rr;
+  };
+  switch (record.type) {
+    case QTYPE.A:
+      need(4);
+      return done({ ...head, type: QTYPE.A, address: [...raw.subarray(at, at + 4)].join('.') }, at + 4);
+    case QTYPE.AAAA: {
+      need(16);
+      const groups = Array.from({ length: 8 }, (_, i) => raw.readUInt16BE(at + i * 2).toString(16));
+      return done({ ...head, type: QTYPE.AAAA, address: canonicalIpv6(groups.join(':')) }, at + 16);
+    }
+    case QTYPE.NS:
+    case QTYPE.CNAME:
+    case QTYPE.PTR: {
+      const { name, after } = nameAt(at);
+      return done({ ...head, type: record.type as NameRecord['type'], target: name }, after);
+    }
+    case QTYPE.MX: {
+      need(2);
+      const { name, after } = nameAt(at + 2);
+      return done({ ...head, type: QTYPE.MX, priority: raw.readUInt16BE(at), target: name }, after);
+    }
+    case QTYPE.SRV: {
+      need(6);
+      const { name, after } = nameAt(at + 6);
+      const [priority, weight, port] = [raw.readUInt16BE(at), raw.readUInt16BE(at + 2), raw.readUInt16BE(at + 4)];
+      return done({ ...head, type: QTYPE.SRV, priority, weight, port, target: name }, after);
+    }
+    case QTYPE.TXT: {
+      const text: string[] = [];
+      let pos = at;
+      while (pos < end) {
+        const length = raw[pos] as number;
+        if (pos + 1 + length > end) throw new QueryFormatError('a TXT string runs past its record', true);
+        text.push(raw.toString('utf8', pos + 1, pos + 1 + length));
+        pos += 1 + length;
+      }
+      return done({ ...head, type: QTYPE.TXT, text }, pos);
+    }
+    case QTYPE.SOA: {
+      const primary = nameAt(at);
+      const admin = nameAt(primary.after);
+      const p = admin.after;
+      if (p + 20 > end) throw new QueryFormatError('SOA record data is too short', true);
+      const soa = {
+        primary: primary.name,
+        admin: admin.name,
+        serial: raw.readUInt32BE(p),
+        refresh: raw.readUInt32BE(p + 4),
+        retry: raw.readUInt32BE(p + 8),
+        expiration: raw.readUInt32BE(p + 12),
+        minimum: raw.readUInt32BE(p + 16),
+      };
+      return done({ ...head, type: QTYPE.SOA, soa }, p + 20);
+    }
+    case QTYPE.OPT:
+      // Options are per hop and not modelled; their octets are skipped.
+      return { ...head, type: QTYPE.OPT };
+    default:
+      return { ...head, type: record.type, rdata: Buffer.from(raw.subarray(at, end)) };
+  }
+}
+
+/**
+ * Decodes a whole message exactly: names in their escaped text form, every record type (opaque
+ * where not modelled). Trailing octets after the last record are ignored. Throws QueryFormatError.
+ */
+export function decodeMessage(raw: Buffer): DecodedMessage {
+  if (raw.length < HEADER_BYTES) throw new QueryFormatError('shorter than a DNS header', false);
+  const flags = raw.readUInt16BE(2);
+  const counts = [raw.readUInt16BE(4), raw.readUInt16BE(6), raw.readUInt16BE(8), raw.readUInt16BE(10)] as const;
+  let pos = HEADER_BYTES;
+  const questions: Question[] = [];
+  for (let i = 0; i < counts[0]; i++) {
+    const { name, end } = readName(raw, pos);
+    if (end + 4 > raw.length) throw new QueryFormatError('question runs past the end of the message', true);
+    questions.push({ name, type: raw.readUInt16BE(end), class: raw.readUInt16BE(end + 2) });
+    pos = end + 4;
+  }
+  const sections: DecodedRr[][] = [[], [], []];
+  for (let s = 0; s < 3; s++) {
+    for (let i = 0; i < (counts[s + 1] as number); i++) {
+      const { name, end } = readName(raw, pos);
+      if (end + 10 > raw.length) throw new QueryFormatError('record runs past the end of the message', true);
+      const rdlength = raw.readUInt16BE(end + 8);
+      const dataEnd = end + 10 + rdlength;
+      if (dataEnd > raw.length) throw new QueryFormatError('record data runs past the end of the message', true);
+      const head = {
+        name,
+        type: raw.readUInt16BE(end),
+        class: raw.readUInt16BE(end + 2),
+        ttl: raw.readUInt32BE(end + 4),
+      };
+      (sections[s] as DecodedRr[]).push(readRecordData(raw, head, end + 10, dataEnd));
+      pos = dataEnd;
+    }
+  }
+  // RFC 6891 §6.1.3: the OPT's TTL carries the upper 8 bits of a 12-bit rcode (BADVERS is 16).
+  const opt = sections[2]?.find((r) => r.type === QTYPE.OPT);
+  const extendedRcode = opt ? (opt.ttl >>> 24) << 4 : 0;
   return {
-    id: h.id ?? 0,
+    id: raw.readUInt16BE(0),
     flags: {
-      qr: !!h.qr,
-      opcode: h.opcode ?? 0,
-      aa: !!h.aa,
-      tc: !!h.tc,
-      rd: !!h.rd,
-      ra: !!h.ra,
-      ad: !!h.ad,
-      cd: !!h.cd,
-      rcode: h.rcode ?? 0,
+      qr: (flags & FLAG.QR) !== 0,
+      opcode: (flags & OPCODE_MASK) >> OPCODE_SHIFT,
+      aa: (flags & FLAG.AA) !== 0,
+      tc: (flags & FLAG.TC) !== 0,
+      rd: (flags & FLAG.RD) !== 0,
+      ra: (flags & FLAG.RA) !== 0,
+      ad: (flags & FLAG.AD) !== 0,
+      cd: (flags & FLAG.CD) !== 0,
+      rcode: extendedRcode | (flags & RCODE_MASK),
     },
-    questions: p.questions.map((q) => ({
-      name: dotted(String(q.name ?? '')),
-      type: Number(q.type),
-      class: Number(q.class),
-    })),
-    answers: p.answers.map(fromDns2),
-    authorities: p.authorities.map(fromDns2),
-    additionals: p.additionals.map(fromDns2),
+    questions,
+    answers: sections[0] as DecodedRr[],
+    authorities: sections[1] as DecodedRr[],
+    additionals: sections[2] as DecodedRr[],
   };
 }
 
@@ -206,14 +272,14 @@ export function buildQueryMessage(
   id: number,
   name: string,
   type: number,
-  options: { qclass?: number; rd?: boolean; edns?: { udpSize: number; dnssecOk?: boolean } } = {},
+  options: { qclass?: number; rd?: boolean; opcode?: number; edns?: { udpSize: number; dnssecOk?: boolean } } = {},
 ): DnsMessage {
   const additionals: Rr[] = options.edns
     ? [{ name: '.', type: QTYPE.OPT, class: options.edns.udpSize, ttl: options.edns.dnssecOk ? 0x8000 : 0 }]
     : [];
   return {
     id,
-    flags: { ...DEFAULT_FLAGS, rd: options.rd ?? true },
+    flags: { ...DEFAULT_FLAGS, opcode: options.opcode ?? 0, rd: options.rd ?? true },
     questions: [{ name, type, class: options.qclass ?? QCLASS.IN }],
     answers: [],
     authorities: [],

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { QTYPE, RCODE } from './constants.js';
 import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
 import { parseQuery } from './query.js';
-import { buildBareResponse, buildFormatErrorResponse, finishFromTemplate, maxResponseBytes } from './response.js';
+import { buildBareResponse, buildHeaderOnlyResponse, finishFromTemplate, maxResponseBytes } from './response.js';
 
 const query = (name: string, type: number, edns?: { udpSize: number; dnssecOk?: boolean }) =>
   encodeMessage(buildQueryMessage(0x1234, name, type, { edns }));
@@ -56,7 +56,7 @@ describe('responses without a full encode', () => {
     expect(reply.additionals.map((a) => a.type)).toEqual([QTYPE.OPT]);
   });
 
-  it('truncates to header and question with TC when the reply is over the limit', () => {
+  it('keeps every whole record that fits, with TC, when the reply is over the limit', () => {
     const answers = Array.from({ length: 60 }, (_, i) => ({
       name: 'big.example.org.',
       type: QTYPE.A,
@@ -75,8 +75,11 @@ describe('responses without a full encode', () => {
     const q = parseQuery(query('big.example.org', QTYPE.A));
     const udp = finishFromTemplate(template, q, maxResponseBytes(q, 'udp'));
     expect(udp.length).toBeLessThanOrEqual(512);
-    expect(decodeMessage(udp).flags.tc).toBe(true);
-    expect(decodeMessage(udp).answers).toHaveLength(0);
+    const partial = decodeMessage(udp);
+    expect(partial.flags.tc).toBe(true);
+    // 12 + 21 (question) + 16 per compressed A record: 29 whole records fit in 512 octets.
+    expect(partial.answers).toHaveLength(29);
+    expect(partial.answers.map((a) => a.address)).toEqual(answers.slice(0, 29).map((a) => a.address));
     expect(decodeMessage(finishFromTemplate(template, q, maxResponseBytes(q, 'tcp'))).answers).toHaveLength(60);
   });
 
@@ -92,9 +95,9 @@ describe('responses without a full encode', () => {
   });
 
   it('answers FORMERR with the ID when only the header can be read', () => {
-    const reply = buildFormatErrorResponse(Buffer.from('beef01000002000000000000', 'hex'));
+    const reply = buildHeaderOnlyResponse(Buffer.from('beef01000002000000000000', 'hex'), RCODE.FORMERR);
     expect(reply?.readUInt16BE(0)).toBe(0xbeef);
     expect((reply?.readUInt16BE(2) ?? 0) & 0x800f).toBe(0x8001);
-    expect(buildFormatErrorResponse(Buffer.alloc(4))).toBeUndefined();
+    expect(buildHeaderOnlyResponse(Buffer.alloc(4), RCODE.FORMERR)).toBeUndefined();
   });
 });

@@ -1,10 +1,11 @@
-import { HEADER_BYTES, QTYPE, UDP_LEGACY_MAX_BYTES } from './constants.js';
+import { FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QTYPE, UDP_LEGACY_MAX_BYTES } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
-import { readName, skipName } from './names-on-wire.js';
+import { labelNeedsEscape, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
 
 /** The EDNS0 pseudo-record of a message (RFC 6891 §6.1). */
 export interface Edns {
+  /** The requestor's UDP payload size; values under 512 read as 512 (RFC 6891 §6.2.5). */
   readonly udpSize: number;
   readonly version: number;
   readonly dnssecOk: boolean;
@@ -16,7 +17,7 @@ export interface ParsedQuery {
   readonly opcode: number;
   readonly rd: boolean;
   readonly cd: boolean;
-  /** The question name exactly as asked, dotted, with its trailing dot. */
+  /** The question name exactly as asked, in text form (escaped where needed), with its trailing dot. */
   readonly qname: string;
   /** The canonical lookup form of qname. */
   readonly key: Fqdn;
@@ -28,6 +29,11 @@ export interface ParsedQuery {
   readonly raw: Buffer;
 }
 
+/** The opcode of a message whose header is readable. */
+export function opcodeOf(raw: Buffer): number {
+  return (raw.readUInt16BE(2) & OPCODE_MASK) >> OPCODE_SHIFT;
+}
+
 /**
  * Reads the header, the one question and any OPT record of a query. Throws QueryFormatError:
  * `headerReadable` false means drop the packet, true means answer FORMERR. Responses (QR=1)
@@ -36,7 +42,7 @@ export interface ParsedQuery {
 export function parseQuery(raw: Buffer): ParsedQuery {
   if (raw.length < HEADER_BYTES) throw new QueryFormatError('shorter than a DNS header', false);
   const flags = raw.readUInt16BE(2);
-  if (flags & 0x8000) throw new QueryFormatError('QR is set: a response, not a query', false);
+  if (flags & FLAG.QR) throw new QueryFormatError('QR is set: a response, not a query', false);
   const qdcount = raw.readUInt16BE(4);
   if (qdcount !== 1) throw new QueryFormatError(`QDCOUNT is ${qdcount}, expected 1`, true);
   const { name, end } = readQuestionName(raw);
@@ -47,9 +53,9 @@ export function parseQuery(raw: Buffer): ParsedQuery {
   const edns = readEdns(raw, questionEnd);
   return {
     id: raw.readUInt16BE(0),
-    opcode: (flags >> 11) & 0xf,
-    rd: (flags & 0x0100) !== 0,
-    cd: (flags & 0x0010) !== 0,
+    opcode: (flags & OPCODE_MASK) >> OPCODE_SHIFT,
+    rd: (flags & FLAG.RD) !== 0,
+    cd: (flags & FLAG.CD) !== 0,
     qname: name,
     key: toFqdn(name),
     qtype,
@@ -62,25 +68,26 @@ export function parseQuery(raw: Buffer): ParsedQuery {
 
 /**
  * The question name, read in one pass: the hot path of every query. Answers are patched in place
- * with the question's bytes, so a compression pointer here is refused. A label holding a dot or a
- * backslash goes through readName, which escapes them.
+ * with the question's bytes, so a compression pointer here is refused. A label with an octet that
+ * needs an escape goes through readName.
  */
 function readQuestionName(raw: Buffer): { name: string; end: number } {
   let pos = HEADER_BYTES;
-  let total = 0;
+  let total = 1;
   for (;;) {
     if (pos >= raw.length) throw new QueryFormatError('name runs past the end of the message', true);
     const len = raw[pos] as number;
     if (len === 0) break;
-    if ((len & 0xc0) !== 0) throw new QueryFormatError('compression pointer in the question', true);
-    if (len > 63) throw new QueryFormatError('label longer than 63 octets', true);
-    if (pos + 1 + len > raw.length) throw new QueryFormatError('label runs past the end of the message', true);
-    for (let i = pos + 1; i <= pos + len; i++) {
-      const c = raw[i] as number;
-      if (c === 0x2e || c === 0x5c) return readName(raw, HEADER_BYTES);
+    if ((len & 0xc0) !== 0) {
+      throw new QueryFormatError(
+        (len & 0xc0) === 0xc0 ? 'compression pointer in the question' : 'reserved label type',
+        true,
+      );
     }
+    if (pos + 1 + len > raw.length) throw new QueryFormatError('label runs past the end of the message', true);
     total += len + 1;
-    if (total > 255) throw new QueryFormatError('name longer than 255 octets', true);
+    if (total > MAX_NAME_OCTETS) throw new QueryFormatError('name longer than 255 octets', true);
+    if (labelNeedsEscape(raw, pos + 1, pos + 1 + len)) return readName(raw, HEADER_BYTES);
     pos += 1 + len;
   }
   if (pos === HEADER_BYTES) return { name: '.', end: pos + 1 };
@@ -95,6 +102,11 @@ function readQuestionName(raw: Buffer): { name: string; end: number } {
 
 const scratch = Buffer.alloc(256);
 
+/**
+ * The OPT record, if any. RFC 6891 §6.1.1: at most one, owned by the root, in the additional
+ * section; anything else is FORMERR. Records before it are only skipped; a count larger than the
+ * octets present runs out of message and is FORMERR too.
+ */
 function readEdns(raw: Buffer, start: number): Edns | undefined {
   const rrCount = raw.readUInt16BE(6) + raw.readUInt16BE(8);
   const arcount = raw.readUInt16BE(10);
@@ -107,7 +119,8 @@ function readEdns(raw: Buffer, start: number): Edns | undefined {
     const type = raw.readUInt16BE(pos);
     const rdlength = raw.readUInt16BE(pos + 8);
     if (pos + 10 + rdlength > raw.length) throw new QueryFormatError('RDATA runs past the end of the message', true);
-    if (type === QTYPE.OPT && i >= rrCount) {
+    if (type === QTYPE.OPT) {
+      if (i < rrCount) throw new QueryFormatError('OPT record outside the additional section', true);
       if (edns) throw new QueryFormatError('more than one OPT record', true);
       if (raw[nameStart] !== 0) throw new QueryFormatError('OPT record owner is not the root', true);
       const ttl = raw.readUInt32BE(pos + 4);

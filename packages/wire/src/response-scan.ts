@@ -1,4 +1,4 @@
-import { HEADER_BYTES, QTYPE } from './constants.js';
+import { FLAG, HEADER_BYTES, QTYPE, RCODE_MASK } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { skipName } from './names-on-wire.js';
 
@@ -71,8 +71,8 @@ export function scanResponse(msg: Buffer): ScannedResponse {
   return {
     id: msg.readUInt16BE(0),
     flags,
-    rcode: flags & 0xf,
-    truncated: (flags & 0x0200) !== 0,
+    rcode: flags & RCODE_MASK,
+    truncated: (flags & FLAG.TC) !== 0,
     questionEnd,
     answerCount: counts[0],
     records,

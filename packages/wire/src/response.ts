@@ -1,42 +1,67 @@
-import { HEADER_BYTES, RCODE, TCP_MAX_BYTES, UDP_LEGACY_MAX_BYTES } from './constants.js';
+import {
+  EDNS_DEFAULT_UDP_BYTES,
+  FLAG,
+  HEADER_BYTES,
+  OPCODE_MASK,
+  OPCODE_SHIFT,
+  OPT_RECORD_BYTES,
+  RCODE_MASK,
+  TCP_MAX_BYTES,
+  UDP_LEGACY_MAX_BYTES,
+} from './constants.js';
 import { encodeOptRecord } from './opt-record.js';
 import type { ParsedQuery } from './query.js';
+import { truncateReply } from './truncate.js';
 
 export type Transport = 'udp' | 'tcp';
 
-const QR = 0x8000;
-const AA = 0x0400;
-const TC = 0x0200;
-const RD = 0x0100;
-const RA = 0x0080;
-const CD = 0x0010;
-
-/** The largest reply this client can take: its EDNS0 size over UDP (at least 512), 64 KiB over TCP. */
-export function maxResponseBytes(query: ParsedQuery, transport: Transport): number {
+/**
+ * The largest reply this client can take: over UDP its EDNS0 size capped by ours (512 without
+ * EDNS0, RFC 1035 §4.2.1), over TCP 64 KiB.
+ */
+export function maxResponseBytes(
+  query: ParsedQuery,
+  transport: Transport,
+  udpPayloadBytes: number = EDNS_DEFAULT_UDP_BYTES,
+): number {
   if (transport === 'tcp') return TCP_MAX_BYTES;
-  return query.edns ? Math.min(query.edns.udpSize, TCP_MAX_BYTES) : UDP_LEGACY_MAX_BYTES;
+  return query.edns
+    ? Math.max(UDP_LEGACY_MAX_BYTES, Math.min(query.edns.udpSize, udpPayloadBytes))
+    : UDP_LEGACY_MAX_BYTES;
 }
 
 export interface BareResponseOptions {
   authoritative?: boolean;
   recursionAvailable?: boolean;
   truncated?: boolean;
+  /** The UDP payload size our OPT advertises. */
+  udpPayloadBytes?: number;
+}
+
+/** Our OPT for a reply to this query (none when the query had none, RFC 6891 §7), or undefined. */
+function optFor(query: ParsedQuery, udpPayloadBytes: number | undefined, rcode = 0): Buffer | undefined {
+  if (!query.edns) return undefined;
+  return encodeOptRecord({
+    extendedRcode: rcode >> 4,
+    dnssecOk: query.edns.dnssecOk,
+    udpSize: udpPayloadBytes ?? EDNS_DEFAULT_UDP_BYTES,
+  });
 }
 
 /**
- * Header and question only, with an OPT record when the query had one. Serves error rcodes,
- * truncated replies and NOTIMP. Rcodes above 15 (BADVERS) go partly into the OPT record.
+ * Header and question only, with an OPT record when the query had one. Serves error rcodes and
+ * NOTIMP. Rcodes above 15 (BADVERS) go partly into the OPT record.
  */
 export function buildBareResponse(query: ParsedQuery, rcode: number, options: BareResponseOptions = {}): Buffer {
-  const opt = query.edns ? encodeOptRecord({ extendedRcode: rcode >> 4, dnssecOk: query.edns.dnssecOk }) : undefined;
+  const opt = optFor(query, options.udpPayloadBytes, rcode);
   const out = Buffer.alloc(query.questionEnd + (opt?.length ?? 0));
   query.raw.copy(out, 0, 0, query.questionEnd);
-  let flags = QR | (query.opcode << 11) | (rcode & 0xf);
-  if (query.rd) flags |= RD;
-  if (query.cd) flags |= CD;
-  if (options.authoritative) flags |= AA;
-  if (options.recursionAvailable) flags |= RA;
-  if (options.truncated) flags |= TC;
+  let flags = FLAG.QR | (query.opcode << OPCODE_SHIFT) | (rcode & RCODE_MASK);
+  if (query.rd) flags |= FLAG.RD;
+  if (query.cd) flags |= FLAG.CD;
+  if (options.authoritative) flags |= FLAG.AA;
+  if (options.recursionAvailable) flags |= FLAG.RA;
+  if (options.truncated) flags |= FLAG.TC;
   out.writeUInt16BE(flags, 2);
   out.writeUInt16BE(1, 4);
   out.writeUInt32BE(0, 6);
@@ -46,15 +71,16 @@ export function buildBareResponse(query: ParsedQuery, rcode: number, options: Ba
 }
 
 /**
- * FORMERR for a packet whose header could be read but nothing else: the ID and opcode echoed,
- * no question (RFC 1035 §4.1.1 allows it, and the question may be what was malformed).
+ * A header-only reply with this rcode for a message whose header could be read but not the rest:
+ * the ID and opcode echoed, no question (RFC 1035 §4.1.1 allows it, and the question may be what
+ * was malformed). FORMERR for bad questions, NOTIMP for unknown opcodes.
  */
-export function buildFormatErrorResponse(raw: Buffer): Buffer | undefined {
+export function buildHeaderOnlyResponse(raw: Buffer, rcode: number): Buffer | undefined {
   if (raw.length < HEADER_BYTES) return undefined;
   const out = Buffer.alloc(HEADER_BYTES);
   out.writeUInt16BE(raw.readUInt16BE(0), 0);
   const flags = raw.readUInt16BE(2);
-  out.writeUInt16BE(QR | (flags & 0x7800) | (flags & RD) | RCODE.FORMERR, 2);
+  out.writeUInt16BE(FLAG.QR | (flags & OPCODE_MASK) | (flags & FLAG.RD) | (rcode & RCODE_MASK), 2);
   return out;
 }
 
@@ -62,14 +88,14 @@ export interface TemplatePatch {
   /** Offsets of TTL fields to overwrite with `ttlSeconds` (a cache's remaining time). */
   ttlOffsets?: readonly number[];
   ttlSeconds?: number;
-  /** Clear AA: an answer from a cache is not authoritative. */
-  clearAuthoritative?: boolean;
+  /** The UDP payload size our OPT advertises. */
+  udpPayloadBytes?: number;
 }
 
 /**
  * Turns a precomputed reply (ID 0, question in canonical case, no OPT) into the reply to this
- * query: its ID, RD and CD bits, the question's case as asked, an OPT when the query had one,
- * and TC with an empty body when it is bigger than `limitBytes`. No decode, no encode.
+ * query: its ID, RD and CD bits, the question's case as asked, an OPT when the query had one, and
+ * — when it is bigger than `limitBytes` — every whole record that fits, with TC. One copy.
  */
 export function finishFromTemplate(
   template: Buffer,
@@ -77,31 +103,23 @@ export function finishFromTemplate(
   limitBytes: number,
   patch?: TemplatePatch,
 ): Buffer {
-  const opt = query.edns ? encodeOptRecord({ dnssecOk: query.edns.dnssecOk }) : undefined;
-  const size = template.length + (opt?.length ?? 0);
-  if (size > limitBytes) {
-    const flags = template.readUInt16BE(2);
-    return buildBareResponse(query, flags & 0xf, {
-      authoritative: (flags & AA) !== 0 && !patch?.clearAuthoritative,
-      recursionAvailable: (flags & RA) !== 0,
-      truncated: true,
-    });
-  }
-  const out = Buffer.allocUnsafe(size);
-  template.copy(out);
+  const opt = optFor(query, patch?.udpPayloadBytes);
+  const optBytes = opt ? OPT_RECORD_BYTES : 0;
+  const body = template.length + optBytes > limitBytes ? truncateReply(template, limitBytes - optBytes) : template;
+  const out = Buffer.allocUnsafe(body.length + optBytes);
+  body.copy(out);
   out.writeUInt16BE(query.id, 0);
-  let flags = template.readUInt16BE(2) & ~(RD | CD);
-  if (query.rd) flags |= RD;
-  if (query.cd) flags |= CD;
-  if (patch?.clearAuthoritative) flags &= ~AA;
+  let flags = body.readUInt16BE(2) & ~(FLAG.RD | FLAG.CD);
+  if (query.rd) flags |= FLAG.RD;
+  if (query.cd) flags |= FLAG.CD;
   out.writeUInt16BE(flags, 2);
   if (patch?.ttlOffsets && patch.ttlSeconds !== undefined) {
-    for (const offset of patch.ttlOffsets) out.writeUInt32BE(patch.ttlSeconds, offset);
+    for (const offset of patch.ttlOffsets) if (offset + 4 <= body.length) out.writeUInt32BE(patch.ttlSeconds, offset);
   }
   // Same name, same length: copy the asker's spelling over the canonical one (0x20 echo).
   query.raw.copy(out, HEADER_BYTES, HEADER_BYTES, query.questionEnd - 4);
   if (opt) {
-    opt.copy(out, template.length);
+    opt.copy(out, body.length);
     out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
   }
   return out;

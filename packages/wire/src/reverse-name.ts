@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { AddressError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
 
 /** Expands an IPv6 address to its 32 hex nibbles. */
@@ -24,7 +25,7 @@ export function reverseNameOf(address: string): Fqdn {
     return `${d}.${c}.${b}.${a}.in-addr.arpa.` as Fqdn;
   }
   if (isIP(address) === 6) return toFqdn(`${ipv6Nibbles(address).split('').reverse().join('.')}.ip6.arpa`);
-  throw new Error(`not an IP address: ${address}`);
+  throw new AddressError(address);
 }
 
 /** The address a full reverse name stands for, or undefined for a partial or malformed one. */

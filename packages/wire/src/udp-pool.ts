@@ -2,7 +2,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { checkReply, type DnsServer, type ExchangeOptions, questionKey, randomQueryId } from './client.js';
 import { HEADER_BYTES } from './constants.js';
-import { DnsTimeoutError } from './errors.js';
+import { DnsTimeoutError, PoolClosedError } from './errors.js';
 import { literalLookup } from './listener.js';
 
 interface Pending {
@@ -106,7 +106,7 @@ export function createUdpPool(options: UdpPoolOptions = {}): UdpPool {
 
   return {
     exchange(server, query, exchangeOptions = {}) {
-      if (closed) return Promise.reject(new Error('the upstream socket pool is closed'));
+      if (closed) return Promise.reject(new PoolClosedError());
       const timeoutMs = exchangeOptions.timeoutMs ?? 2000;
       const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}`, timeoutMs);
       const entry = pick(net.isIPv6(server.host) ? 'udp6' : 'udp4');
@@ -142,7 +142,7 @@ export function createUdpPool(options: UdpPoolOptions = {}): UdpPool {
           if (!entry) continue;
           for (const p of entry.pending.values()) {
             clearTimeout(p.timer);
-            p.reject(new Error('the upstream socket pool is closed'));
+            p.reject(new PoolClosedError());
           }
           entry.pending.clear();
           entry.retiring = true;

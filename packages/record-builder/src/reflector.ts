@@ -1,0 +1,192 @@
+import type { Logger } from '@cluster-dns/runtime';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { type ApiClient, ApiRequestError, type WatchEventType } from './api-client.js';
+
+/** Where the objects a reflector sees go. */
+export interface ObjectSink {
+  upsert(object: KubernetesObject): void;
+  remove(namespace: string, name: string): void;
+}
+
+export interface ReflectorHooks {
+  /** A watch is open: the resource is current again (after the first list, or a resumed watch). */
+  onWatching(): void;
+  onError(error: unknown): void;
+  /** A list began again from scratch: at start, after 410 Gone, or after a failed watch start. */
+  onRelist(reason: 'start' | 'expired' | 'error'): void;
+  onEvent(type: 'add' | 'update' | 'delete', durationNs: bigint): void;
+}
+
+export interface ReflectorOptions {
+  api: ApiClient;
+  path: string;
+  sink: ObjectSink;
+  log: Logger;
+  hooks: ReflectorHooks;
+  pageSize: number;
+  /** Backoff between failed attempts: base, doubling to max. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export interface Reflector {
+  /** Starts listing and watching in the background. */
+  start(): void;
+  readonly synced: boolean;
+  /** Objects seen, by namespace/name. */
+  readonly size: number;
+  /** Stops at once: the open request is aborted and no retry is scheduled. */
+  stop(): void;
+}
+
+const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+
+/**
+ * client-go's reflector, on client-node's public pieces: list in pages (applying each page as it
+ * comes, so a relist never holds two copies of the cluster and never empties the store), then
+ * watch from the list's resourceVersion; re-watch from the last version after a clean end or an
+ * error, relist after 410 Gone. Failures back off (capped) and the last known state stays.
+ * Unchanged objects (same resourceVersion) are not re-applied on a relist.
+ */
+export function createReflector(options: ReflectorOptions): Reflector {
+  const { api, path, sink, hooks } = options;
+  const log = options.log;
+  /** Every object seen, with its resourceVersion: what a relist compares against. */
+  const known = new Map<string, string>();
+  let version = '';
+  let synced = false;
+  let stopped = false;
+  let failures = 0;
+  let stopWatch: (() => void) | undefined;
+  let wake: (() => void) | undefined;
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const apply = (object: KubernetesObject, type: 'add' | 'update') => {
+    const t0 = process.hrtime.bigint();
+    sink.upsert(object);
+    known.set(keyOf(object), object.metadata?.resourceVersion ?? '');
+    hooks.onEvent(type, process.hrtime.bigint() - t0);
+  };
+  const remove = (key: string) => {
+    const t0 = process.hrtime.bigint();
+    const slash = key.indexOf('/');
+    sink.remove(key.slice(0, slash), key.slice(slash + 1));
+    known.delete(key);
+    hooks.onEvent('delete', process.hrtime.bigint() - t0);
+  };
+
+  const list = async () => {
+    const seen = new Set<string>();
+    let page = await api.listPage(path, { limit: options.pageSize });
+    const listVersion = page.resourceVersion;
+    for (;;) {
+      for (const object of page.items) {
+        const key = keyOf(object);
+        seen.add(key);
+        const before = known.get(key);
+        if (before === undefined) apply(object, 'add');
+        else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
+      }
+      if (stopped || !page.continueToken) break;
+      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken });
+    }
+    for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
+    version = listVersion;
+  };
+
+  /** One watch until it ends; resolves with why it ended. */
+  const watch = () =>
+    new Promise<{ error: unknown; expired: boolean }>((resolve) => {
+      let expired = false;
+      let ended = false;
+      const onEvent = (type: WatchEventType, object: KubernetesObject) => {
+        if (type === 'ERROR') {
+          expired = (object as { code?: number }).code === 410;
+          return;
+        }
+        if (type === 'ADDED' || type === 'MODIFIED') apply(object, known.has(keyOf(object)) ? 'update' : 'add');
+        else if (type === 'DELETED') {
+          if (known.has(keyOf(object))) remove(keyOf(object));
+        }
+        version = object.metadata?.resourceVersion || version;
+        failures = 0;
+      };
+      const onDone = (error: unknown) => {
+        ended = true;
+        stopWatch = undefined;
+        const gone = (error as { statusCode?: number } | undefined)?.statusCode === 410;
+        resolve({ error: (error as Error)?.name === 'TimeoutError' ? undefined : error, expired: expired || gone });
+      };
+      api.watch(path, version, onEvent, onDone).then(
+        (stop) => {
+          // client-node resolves here after a refused request too, once onDone has run.
+          if (stopped) stop();
+          else if (!ended) {
+            stopWatch = stop;
+            hooks.onWatching();
+          }
+        },
+        (error: unknown) => resolve({ error, expired: false }),
+      );
+    });
+
+  const run = async () => {
+    let relist: 'start' | 'expired' | 'error' | undefined = 'start';
+    while (!stopped) {
+      try {
+        if (relist) {
+          hooks.onRelist(relist);
+          await list();
+          if (stopped) return;
+          relist = undefined;
+          if (!synced) log.info('synced', { path, objects: known.size });
+          synced = true;
+        }
+        const ended = await watch();
+        if (stopped) return;
+        if (ended.expired) {
+          log.info('watch expired (410 Gone); listing again', { path });
+          relist = 'expired';
+          continue;
+        }
+        if (!ended.error) continue;
+        throw ended.error;
+      } catch (error) {
+        if (stopped) return;
+        failures++;
+        if (error instanceof ApiRequestError && error.expired) relist = 'expired';
+        else if (relist === undefined && version === '') relist = 'error';
+        const retryInMs = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.min(failures - 1, 16));
+        hooks.onError(error);
+        log.warn('watch failed; serving the last known state', { path, err: error, synced, retryInMs });
+        await pause(retryInMs);
+      }
+    }
+  };
+
+  return {
+    start: () => {
+      void run();
+    },
+    get synced() {
+      return synced;
+    },
+    get size() {
+      return known.size;
+    },
+    stop: () => {
+      stopped = true;
+      stopWatch?.();
+      wake?.();
+    },
+  };
+}

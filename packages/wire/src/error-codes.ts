@@ -1,0 +1,29 @@
+/**
+ * Every stable error code this project throws, in one place. A log line's `err.code` is one of
+ * these; the root README's "Errors" table documents each (a test holds the two together). Add a
+ * code here, then a subclass of ClusterDnsError next to the code that throws it.
+ */
+export const ERROR_CODES = {
+  // Command line and configuration: startup exits 2 on the FLAG_ ones.
+  FLAG_INVALID: 'a flag value does not parse or is out of range',
+  FLAG_UNKNOWN: 'an argument names no flag',
+  CONFIG_INVALID: 'a ConfigMap key is invalid; the last good configuration stays in use',
+  KUBECONFIG_INVALID: 'no usable Kubernetes API configuration',
+  // Sockets.
+  DNS_BIND: 'a DNS listener could not bind its address',
+  HTTP_BIND: 'an HTTP listener could not bind its address',
+  // DNS on the wire.
+  QUERY_MALFORMED: 'a message that cannot be read as DNS',
+  NAME_INVALID: 'a name that cannot be written on the wire (label over 63 octets, name over 255)',
+  ADDRESS_INVALID: 'text that is not an IP address where one is needed',
+  DNS_TIMEOUT: 'no valid reply from a DNS server within the time allowed',
+  DNS_CONNECTION_CLOSED: 'a DNS server closed the TCP connection before replying',
+  UDP_POOL_CLOSED: 'a query sent after the upstream socket pool was closed',
+  // Processes.
+  UPSTREAMS_FAILED: 'no upstream of a route answered',
+  API_REQUEST_FAILED: 'a Kubernetes API list or watch request failed',
+  PROBE_FAILED: 'a sidecar DNS probe got no usable answer',
+  STATS_INVALID: "the forwarder's CHAOS statistics reply is not what dnsmasq sends",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,149 @@
+import { EDNS_DEFAULT_UDP_BYTES, FLAG, HEADER_BYTES, OPCODE, QCLASS, QTYPE, RCODE } from './constants.js';
+import { QueryFormatError } from './errors.js';
+import type { QueryContext, RawHandler, Reply } from './listener.js';
+import { opcodeOf, type ParsedQuery, parseQuery } from './query.js';
+import { buildBareResponse, buildHeaderOnlyResponse, maxResponseBytes } from './response.js';
+
+/** One query that passed the checks every DNS server makes, with what its reply may be. */
+export interface DnsRequest {
+  readonly query: ParsedQuery;
+  readonly context: QueryContext;
+  /** The largest reply this client takes (EDNS size capped by ours, 512 without EDNS, 64 KiB on TCP). */
+  readonly limitBytes: number;
+  /** The UDP payload size our OPT records advertise. */
+  readonly udpPayloadBytes: number;
+}
+
+export type QueryHandler = (request: DnsRequest) => Reply | Promise<Reply>;
+
+/** Why the pipeline answered (or dropped) a message itself, before any handler saw it. */
+export type Rejection =
+  | 'short' // under 12 octets: dropped
+  | 'response' // QR=1: dropped, so two servers never bounce replies at each other
+  | 'opcode' // NOTIMP
+  | 'malformed' // FORMERR
+  | 'meta-type' // OPT, TSIG or TKEY as the question: FORMERR
+  | 'edns-version' // BADVERS
+  | 'class' // REFUSED
+  | 'handler-error'; // SERVFAIL: the handler threw
+
+export interface QueryOutcome {
+  /** Undefined when the question could not be read. */
+  readonly query: ParsedQuery | undefined;
+  readonly context: QueryContext;
+  /** The first message sent back, or undefined when the message was dropped. */
+  readonly reply: Buffer | undefined;
+  readonly rejected: Rejection | undefined;
+  /** process.hrtime.bigint() when the message arrived (0 when nobody observes). */
+  readonly startedNs: bigint;
+}
+
+export interface PipelineOptions {
+  handle: QueryHandler;
+  /** RA in the replies the pipeline makes itself: set by a recursive forwarder, not an authority. */
+  recursionAvailable: boolean;
+  /** Opcodes the handler takes (default QUERY); any other gets NOTIMP (RFC 8906 §3.1.4). */
+  opcodes?: readonly number[];
+  /** Classes the handler takes (default IN and ANY); any other gets REFUSED. */
+  classes?: readonly number[];
+  /** Our UDP payload cap, advertised in every OPT (default 1232). */
+  udpPayloadBytes?: number;
+  /** Told of every message, answered or not: the one place queries are counted. */
+  observe?: (outcome: QueryOutcome) => void;
+  /** Where rejections and handler failures are logged, once per reason. */
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
+}
+
+const META_TYPES = new Set<number>([QTYPE.OPT, QTYPE.TSIG, QTYPE.TKEY]);
+const MAX_LOGGED_REASONS = 100;
+
+/**
+ * The preamble every DNS server of this project runs, in RFC 8906 order, as miekg/dns's accept
+ * function does: read the header; drop short messages and responses; NOTIMP for opcodes the
+ * handler does not take (checked before the question, so a header-only message still gets it);
+ * FORMERR for an unreadable question or a meta-type asked; BADVERS for EDNS versions above 0;
+ * REFUSED for other classes; then the handler. A handler that throws gets SERVFAIL. Every message
+ * is observed once, and each kind of problem logged once.
+ */
+export function createQueryPipeline(options: PipelineOptions): RawHandler {
+  const opcodes = new Set(options.opcodes ?? [OPCODE.QUERY]);
+  const classes = new Set(options.classes ?? [QCLASS.IN, QCLASS.ANY]);
+  const udpPayloadBytes = options.udpPayloadBytes ?? EDNS_DEFAULT_UDP_BYTES;
+  const ra = options.recursionAvailable;
+  const logged = new Set<string>();
+  const { observe } = options;
+
+  const logOnce = (reason: string, fields: Record<string, unknown>) => {
+    if (!options.log || logged.has(reason) || logged.size >= MAX_LOGGED_REASONS) return;
+    logged.add(reason);
+    options.log.warn('query rejected', { reason, ...fields });
+  };
+  const finish = (
+    reply: Reply,
+    query: ParsedQuery | undefined,
+    context: QueryContext,
+    startedNs: bigint,
+    rejected?: Rejection,
+  ): Reply => {
+    if (observe) {
+      const first = reply === undefined ? undefined : Buffer.isBuffer(reply) ? reply : reply[0];
+      observe({ query, context, reply: first, rejected, startedNs });
+    }
+    return reply;
+  };
+  const bare = (q: ParsedQuery, rcode: number) =>
+    buildBareResponse(q, rcode, { recursionAvailable: ra, udpPayloadBytes });
+
+  return (raw, context) => {
+    const startedNs = observe ? process.hrtime.bigint() : 0n;
+    if (raw.length < HEADER_BYTES) {
+      logOnce('shorter than a DNS header', { from: context.remoteAddress, answered: 'dropped' });
+      return finish(undefined, undefined, context, startedNs, 'short');
+    }
+    if (raw.readUInt16BE(2) & FLAG.QR) return finish(undefined, undefined, context, startedNs, 'response');
+    let query: ParsedQuery | undefined;
+    let formatError: QueryFormatError | undefined;
+    try {
+      query = parseQuery(raw);
+    } catch (error) {
+      if (!(error instanceof QueryFormatError)) throw error;
+      formatError = error;
+    }
+    if (!opcodes.has(opcodeOf(raw))) {
+      logOnce(`opcode ${opcodeOf(raw)}`, { answered: 'NOTIMP' });
+      const reply = query ? bare(query, RCODE.NOTIMP) : buildHeaderOnlyResponse(raw, RCODE.NOTIMP);
+      return finish(reply, query, context, startedNs, 'opcode');
+    }
+    if (!query) {
+      const reason = (formatError as QueryFormatError).message;
+      logOnce(reason, { from: context.remoteAddress, answered: 'FORMERR' });
+      return finish(buildHeaderOnlyResponse(raw, RCODE.FORMERR), undefined, context, startedNs, 'malformed');
+    }
+    if (META_TYPES.has(query.qtype)) {
+      logOnce(`qtype ${query.qtype} asked`, { answered: 'FORMERR' });
+      return finish(bare(query, RCODE.FORMERR), query, context, startedNs, 'meta-type');
+    }
+    if (query.edns && query.edns.version > 0) {
+      return finish(bare(query, RCODE.BADVERS), query, context, startedNs, 'edns-version');
+    }
+    if (!classes.has(query.qclass)) return finish(bare(query, RCODE.REFUSED), query, context, startedNs, 'class');
+    const request: DnsRequest = {
+      query,
+      context,
+      limitBytes: maxResponseBytes(query, context.transport, udpPayloadBytes),
+      udpPayloadBytes,
+    };
+    const failed = (error: unknown) => {
+      logOnce(`handler failed: ${(error as Error)?.message ?? String(error)}`, { err: error, answered: 'SERVFAIL' });
+      return finish(bare(query, RCODE.SERVFAIL), query, context, startedNs, 'handler-error');
+    };
+    let reply: Reply | Promise<Reply>;
+    try {
+      reply = options.handle(request);
+    } catch (error) {
+      return failed(error);
+    }
+    if (reply instanceof Promise) return reply.then((r) => finish(r, query, context, startedNs), failed);
+    return finish(reply, query, context, startedNs);
+  };
+}
