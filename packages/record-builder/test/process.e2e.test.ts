@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fixtures } from '@cluster-dns/testkit';
-import { QTYPE } from '@cluster-dns/wire';
+import { fixtures, launchProcess } from '@cluster-dns/testkit';
+import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createRecordBuilderMetrics } from '../src/metrics.js';
@@ -119,5 +119,33 @@ describe('record-builder as a process', () => {
     const rb = await startRecordBuilder([fixtures.pod('shop', 'web-0', ['10.244.1.5'])], ['--pods=verified']);
     expect(await rb.resolver.resolve4('10-244-1-5.shop.pod.cluster.local')).toEqual(['10.244.1.5']);
     expect(rb.api.requests.some((r) => r.path.startsWith('/api/v1/pods'))).toBe(true);
+  });
+});
+
+describe('record-builder shutdown before the first sync', () => {
+  it('stops at once on SIGTERM while the API server is unreachable, never having been ready', async () => {
+    const proc = await launchProcess({
+      script: MAIN,
+      args: [
+        // Nothing listens on port 1: every list fails and is retried.
+        '--kube-master-url=http://127.0.0.1:1',
+        '--dns-bind-address=127.0.0.1',
+        '--healthz-bind-address=127.0.0.1',
+        '--dns-port=0',
+        '--healthz-port=0',
+        '--metrics-port=0',
+        '--lameduck=0s',
+      ],
+      readyMsg: 'listening',
+    });
+    const healthzPort = proc.ready.healthzPort as number;
+    await proc.waitForLog((l) => l.msg === 'watch failed; serving the last known state');
+    expect((await fetch(`http://127.0.0.1:${healthzPort}/readiness`)).status).toBe(503);
+    const reply = await queryDns({ host: '127.0.0.1', port: proc.ready.dnsPort as number }, 'a.b.svc.cluster.local', 1);
+    expect(reply.flags.rcode).toBe(RCODE.SERVFAIL);
+    const t0 = Date.now();
+    expect(await proc.stop('SIGTERM', 10_000)).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(proc.logs.some((l) => l.msg === 'ready')).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ export {
 export { demoFlags } from './demo-options.js';
 export * as fixtures from './fixtures.js';
 export { loadManifestFolder } from './manifests.js';
+export { createNetns, linkNetns, type Netns, netnsUnavailable } from './netns.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';
 export { type LaunchedProcess, type LaunchOptions, type LogLine, launchProcess } from './process-launcher.js';
 export { type KubeObject, parseResourcePath, RESOURCE_KINDS, type ResourceKind } from './resources.js';

@@ -10,6 +10,8 @@ export interface LogLine {
 export interface LaunchOptions {
   /** Path of the script node runs, such as packages/forwarder/dist/main.js. */
   script: string;
+  /** A command to run node under, such as a namespace's `ip netns exec <name>`. */
+  prefix?: readonly string[];
   args?: readonly string[];
   env?: Record<string, string>;
   /** Resolve when a log line with this msg appears (default "ready"). */
@@ -39,7 +41,8 @@ export interface LaunchedProcess {
 /** Spawns `node script args`, parses its JSON log lines, and waits for its ready line. */
 export async function launchProcess(options: LaunchOptions): Promise<LaunchedProcess> {
   const readyTimeout = new Error(`${options.script} did not log ${options.readyMsg ?? 'ready'} in time`);
-  const child = spawn(process.execPath, [options.script, ...(options.args ?? [])], {
+  const [command, ...argv] = [...(options.prefix ?? []), process.execPath, options.script, ...(options.args ?? [])];
+  const child = spawn(command as string, argv, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownProcessGroup ?? false,

@@ -21,6 +21,9 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 export type TestUpstreamRecord = DistributiveOmit<Rr, 'name' | 'class' | 'ttl'> & { ttl?: number };
 
 export interface TestUpstreamOptions {
+  /** Where to listen (default 127.0.0.1, a free port). */
+  host?: string;
+  port?: number;
   /** Records by owner name. Names not here get NXDOMAIN with an SOA of `negativeTtl`. */
   records?: Record<string, TestUpstreamRecord[]>;
   negativeTtl?: number;
@@ -53,8 +56,9 @@ export interface TestUpstream {
 export async function startTestUpstream(initial: TestUpstreamOptions = {}): Promise<TestUpstream> {
   let options: TestUpstreamOptions = { ...initial };
   const queries: SeenQuery[] = [];
+  const host = initial.host ?? '127.0.0.1';
   const forger = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => forger.bind(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => forger.bind(0, host, () => resolve()));
 
   const reply = (q: ParsedQuery): Buffer => {
     const name = toFqdn(q.qname);
@@ -100,8 +104,8 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
   };
 
   const listener: DnsListener = await listenDns({
-    host: '127.0.0.1',
-    port: 0,
+    host,
+    port: initial.port ?? 0,
     handler: async (raw, context) => {
       const q = parseQuery(raw);
       queries.push({ name: q.qname.toLowerCase(), type: q.qtype, transport: context.transport, id: q.id });
@@ -137,9 +141,9 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
     },
   });
   return {
-    host: '127.0.0.1',
+    host,
     port: listener.port,
-    address: `127.0.0.1#${listener.port}`,
+    address: `${host}#${listener.port}`,
     queries,
     set: (next) => {
       options = { ...options, ...next };

@@ -1,0 +1,81 @@
+import { createSilentLogger } from '@cluster-dns/runtime';
+import { toFqdn } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { createConfigReloader } from './config-reloader.js';
+import type { RawConfig } from './config-source.js';
+import { parseServerFlag } from './server-flag.js';
+
+function reloaderUnderTest() {
+  let next: RawConfig | Error = { version: 'v0', data: new Map(), resolvConf: [] };
+  const applied: string[] = [];
+  const reloader = createConfigReloader({
+    read: async () => {
+      if (next instanceof Error) throw next;
+      return next;
+    },
+    rules: [parseServerFlag('/cluster.local/127.0.0.1#10053')],
+    log: createSilentLogger(),
+    onApplied: (table) => {
+      applied.push(
+        table
+          .routeFor(toFqdn('db.acme.local'))
+          .servers.map((s) => `${s.host}:${s.port}`)
+          .join(','),
+      );
+      return undefined;
+    },
+  });
+  const serve = (version: string, data: Record<string, string>) => {
+    next = { version, data: new Map(Object.entries(data)), resolvConf: [{ host: '192.0.2.53', port: 53 }] };
+  };
+  return { reloader, applied, serve, fail: (e: Error) => (next = e) };
+}
+
+const stubs = (server: string) => ({ stubDomains: JSON.stringify({ 'acme.local': [server] }) });
+
+describe('the ConfigMap reloader, without files', () => {
+  it('applies a valid config at once, and does nothing when the content is unchanged', async () => {
+    const r = reloaderUnderTest();
+    r.serve('v1', stubs('10.1.1.1'));
+    expect(await r.reloader.reload()).toBe('applied');
+    expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).kind).toBe('stub');
+    expect(await r.reloader.reload()).toBe('unchanged');
+    expect(r.applied).toEqual(['10.1.1.1:53']);
+  });
+
+  it.each([
+    ['bad JSON', { stubDomains: '{"acme.local": ["10.1.1.1"' }],
+    ['4 upstreams', { upstreamNameservers: JSON.stringify(['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4']) }],
+    ['a domain that is not DNS-1123', { stubDomains: JSON.stringify({ 'acme_local!': ['10.1.1.1'] }) }],
+    ['a bad port', { stubDomains: JSON.stringify({ 'acme.local': ['10.1.1.1:99999'] }) }],
+    ['a hostname for a server', { stubDomains: JSON.stringify({ 'acme.local': ['ns.acme.local'] }) }],
+  ])('keeps the last good config on %s, and counts the failure once', async (_what, data) => {
+    const r = reloaderUnderTest();
+    r.serve('good', stubs('10.1.1.1'));
+    await r.reloader.reload();
+    r.serve('bad', data);
+    expect(await r.reloader.reload()).toBe('invalid');
+    expect(await r.reloader.reload()).toBe('unchanged');
+    expect(r.reloader.failures).toBe(1);
+    expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).servers).toEqual([{ host: '10.1.1.1', port: 53 }]);
+  });
+
+  it('keeps the last good config when the folder cannot be read', async () => {
+    const r = reloaderUnderTest();
+    r.serve('good', stubs('10.1.1.1'));
+    await r.reloader.reload();
+    r.fail(new Error('EACCES'));
+    expect(await r.reloader.reload()).toBe('unreadable');
+    expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).kind).toBe('stub');
+  });
+
+  it('lets the ConfigMap upstreams replace resolv.conf, as dnsmasq-nanny does', async () => {
+    const r = reloaderUnderTest();
+    r.serve('v1', { upstreamNameservers: JSON.stringify(['10.9.9.9:5353']) });
+    await r.reloader.reload();
+    expect(r.reloader.routes().upstream.servers).toEqual([{ host: '10.9.9.9', port: 5353 }]);
+    r.serve('v2', {});
+    await r.reloader.reload();
+    expect(r.reloader.routes().upstream.servers).toEqual([{ host: '192.0.2.53', port: 53 }]);
+  });
+});

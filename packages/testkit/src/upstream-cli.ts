@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+/**
+ * testkit's DNS upstream as a process, for tests that need it in another network namespace:
+ *   node packages/testkit/dist/upstream-cli.js --host=192.0.2.53 --port=53 --records='{"example.org.":[{"type":1,"address":"192.0.2.80"}]}'
+ * Logs a `ready` line with the port, and the queries it gets at debug (--v=4).
+ */
+import { FlagError, flag, nodeProcessHooks, runMain } from '@cluster-dns/runtime';
+import { startTestUpstream, type TestUpstreamOptions } from './test-upstream.js';
+
+const flags = {
+  host: flag.string('address to listen on', '127.0.0.1'),
+  port: flag.int('port to listen on; 0 picks a free one', 0, { min: 0, max: 65535 }),
+  records: flag.custom('records by owner name, as JSON (TestUpstreamOptions.records)', {}, (raw, name) => {
+    try {
+      return JSON.parse(raw) as NonNullable<TestUpstreamOptions['records']>;
+    } catch {
+      throw new FlagError(name, raw, 'a JSON object of name → [record, …]');
+    }
+  }),
+  v: flag.int('log verbosity; 4 or more logs each query', 0, { min: 0 }),
+};
+
+await runMain(
+  {
+    program: 'testkit-upstream',
+    summary: 'A small authoritative DNS server for tests.',
+    flags,
+    start: async (values, { log }) => {
+      const upstream = await startTestUpstream({ host: values.host, port: values.port, records: values.records });
+      log.info('ready', { host: upstream.host, port: upstream.port });
+      return { shutdown: () => upstream.close() };
+    },
+  },
+  nodeProcessHooks(),
+);
