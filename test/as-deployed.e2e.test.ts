@@ -16,7 +16,10 @@ const FORWARDER = `${root}/packages/forwarder/dist/main.js`;
 const UPSTREAM = `${root}/packages/testkit/dist/upstream-cli.js`;
 const QUERY = `${root}/packages/testkit/dist/query-cli.js`;
 const unavailable = netnsUnavailable();
-if (unavailable) console.warn(`skipping the network-namespace tests: ${unavailable} (.ci/run runs them as root)`);
+if (unavailable)
+  console.warn(
+    `skipping the network-namespace tests: ${unavailable}; run as root with iproute2 (apt-get install -y iproute2)`,
+  );
 
 /** The dnsmasq container's args, read from the manifest operators apply: never a hand copy. */
 function manifestForwarderArgs(): string[] {

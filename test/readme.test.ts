@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { demoFlags } from '@cluster-dns/testkit';
+import { ERROR_CODES } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -9,6 +10,17 @@ const readme = readFileSync(`${root}/README.md`, 'utf8');
 describe('README', () => {
   it('names every flag of the demo launcher', () => {
     for (const name of Object.keys(demoFlags)) expect(readme).toContain(`\`--${name}\``);
+  });
+
+  it('documents every error code of the catalog, and nothing that is not in it', () => {
+    for (const code of Object.keys(ERROR_CODES)) expect(readme).toContain(`| \`${code}\` |`);
+    const table = readme.slice(readme.indexOf('## Errors and exit codes'));
+    const documented = [...table.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
+    expect(documented.sort()).toEqual(Object.keys(ERROR_CODES).sort());
+  });
+
+  it('points nowhere outside the repository', () => {
+    expect(readme).not.toMatch(/\]\(\.\.\/|`\.\.\/shared/);
   });
 
   it('gives the two commands, and .ci/run runs the test one', () => {

@@ -24,9 +24,10 @@ const tools = {
   dig: has('dig', ['-v']),
   getent: has('getent', ['--version']),
 };
+const INSTALL = 'apt-get install -y bind9-dnsutils musl-tools busybox iproute2';
 if (unavailable) console.warn(`skipping the real-client tests: ${unavailable} (.ci/run runs them as root)`);
 for (const [tool, present] of Object.entries(tools))
-  if (!present) console.warn(`real-client tests: ${tool} is not installed; its test is skipped (.ci/run installs it)`);
+  if (!present) console.warn(`real-client tests: ${tool} is not installed, so its test is skipped; run: ${INSTALL}`);
 
 /** 40 addresses at one name: 12 + 22 + 40 × 16 octets, well over 512. */
 const ADDRESSES = Array.from({ length: 40 }, (_, i) => `198.51.100.${i + 1}`);

@@ -1,13 +1,35 @@
 import { Resolver } from 'node:dns/promises';
 import { fileURLToPath } from 'node:url';
 import { createSilentLogger, type Logger, parseFlags } from '@cluster-dns/runtime';
-import { startTestUpstream, type TestUpstream, type TestUpstreamOptions } from '@cluster-dns/testkit';
+import {
+  type LaunchedProcess,
+  launchProcess,
+  startTestUpstream,
+  type TestUpstream,
+  type TestUpstreamOptions,
+} from '@cluster-dns/testkit';
 import { type DecodedMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
 import { afterEach } from 'vitest';
 import { createForwarder, type Forwarder } from '../src/forwarder.js';
 import { forwarderFlags, toForwarderOptions } from '../src/options.js';
 
 export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+/** The built forwarder as its own process on loopback, a free port, everything sent to `server`. */
+export function launchForwarder(server: string, extra: readonly string[] = []): Promise<LaunchedProcess> {
+  return launchProcess({
+    script: MAIN,
+    args: [
+      '-k',
+      '--no-resolv',
+      `--server=${server}`,
+      '--listen-address=127.0.0.1',
+      '--port=0',
+      '--lameduck=0s',
+      ...extra,
+    ],
+  });
+}
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { launchProcess, startTestUpstream } from '@cluster-dns/testkit';
+import { startTestUpstream } from '@cluster-dns/testkit';
 import { decodeMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { forwarderFlags } from '../src/options.js';
-import { MAIN } from './harness.js';
+import { launchForwarder, MAIN } from './harness.js';
 
 const run = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 10_000 });
 const stops: Array<() => Promise<unknown>> = [];
@@ -62,10 +62,7 @@ describe('forwarder as a process', () => {
   it('serves, survives malformed packets, and exits 0 on SIGTERM', async () => {
     const up = await startTestUpstream({ records: { 'example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] } });
     stops.push(() => up.close());
-    const proc = await launchProcess({
-      script: MAIN,
-      args: ['-k', '--no-resolv', `--server=${up.address}`, '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s'],
-    });
+    const proc = await launchForwarder(up.address);
     stops.push(() => proc.stop('SIGKILL'));
     const port = proc.ready.port as number;
     const socket = dgram.createSocket('udp4');

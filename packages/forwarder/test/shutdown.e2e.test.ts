@@ -1,9 +1,9 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { launchProcess, startTestUpstream, waitFor } from '@cluster-dns/testkit';
+import { startTestUpstream, waitFor } from '@cluster-dns/testkit';
 import { buildQueryMessage, decodeMessage, encodeMessage, QTYPE, RCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAIN } from './harness.js';
+import { launchForwarder } from './harness.js';
 
 const stops: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -20,10 +20,7 @@ describe('forwarder shutdown', () => {
       delayMs: 1000,
     });
     stops.push(() => up.close());
-    const proc = await launchProcess({
-      script: MAIN,
-      args: ['-k', '--no-resolv', `--server=${up.address}`, '--listen-address=127.0.0.1', '--port=0', '--lameduck=0s'],
-    });
+    const proc = await launchForwarder(up.address);
     stops.push(() => proc.stop('SIGKILL'));
     const port = proc.ready.port as number;
 

@@ -15,6 +15,16 @@ import { afterEach } from 'vitest';
 
 export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
+/** Every listener on loopback and a free port, no lameduck: how tests run the record-builder. */
+export const LOOPBACK_ARGS = [
+  '--dns-bind-address=127.0.0.1',
+  '--healthz-bind-address=127.0.0.1',
+  '--dns-port=0',
+  '--healthz-port=0',
+  '--metrics-port=0',
+  '--lameduck=0s',
+] as const;
+
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -44,16 +54,7 @@ export async function startRecordBuilder(
   await writeFile(kubeconfig, api.kubeconfigYaml());
   const proc = await launchProcess({
     script: MAIN,
-    args: [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--healthz-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-      ...args,
-    ],
+    args: [`--kubecfg-file=${kubeconfig}`, ...LOOPBACK_ARGS, ...args],
     readyMsg: options.waitForReady === false ? 'listening' : 'ready',
   });
   cleanups.push(() => proc.stop('SIGKILL'));

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createRecordBuilderMetrics } from '../src/metrics.js';
 import { recordBuilderFlags } from '../src/options.js';
-import { MAIN, startRecordBuilder } from './harness.js';
+import { LOOPBACK_ARGS, MAIN, startRecordBuilder } from './harness.js';
 
 const run = (args: string[]) =>
   spawnSync(process.execPath, [MAIN, ...args], {
@@ -126,16 +126,8 @@ describe('record-builder shutdown before the first sync', () => {
   it('stops at once on SIGTERM while the API server is unreachable, never having been ready', async () => {
     const proc = await launchProcess({
       script: MAIN,
-      args: [
-        // Nothing listens on port 1: every list fails and is retried.
-        '--kube-master-url=http://127.0.0.1:1',
-        '--dns-bind-address=127.0.0.1',
-        '--healthz-bind-address=127.0.0.1',
-        '--dns-port=0',
-        '--healthz-port=0',
-        '--metrics-port=0',
-        '--lameduck=0s',
-      ],
+      // Nothing listens on port 1: every list fails and is retried.
+      args: ['--kube-master-url=http://127.0.0.1:1', ...LOOPBACK_ARGS],
       readyMsg: 'listening',
     });
     const healthzPort = proc.ready.healthzPort as number;

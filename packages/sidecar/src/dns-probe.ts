@@ -1,7 +1,14 @@
 import type { Logger } from '@cluster-dns/runtime';
-import { QCLASS, queryDns } from '@cluster-dns/wire';
+import { ClusterDnsError, QCLASS, queryDns } from '@cluster-dns/wire';
 import type { SidecarMetrics } from './metrics.js';
 import type { ProbeSpec } from './probe-flag.js';
+
+/** A probe that got a reply without records: kube-dns's own wording, which dashboards match on. */
+export class ProbeFailedError extends ClusterDnsError {
+  constructor(name: string) {
+    super('PROBE_FAILED', `no RRs for domain ${JSON.stringify(name)}`);
+  }
+}
 
 /** The last result of a probe, as kube-dns's /healthcheck/<label> reports it. */
 export interface ProbeStatus {
@@ -36,7 +43,7 @@ export function startProbe(spec: ProbeSpec, deps: ProbeDeps) {
     const started = performance.now();
     try {
       const reply = await queryDns(spec.server, spec.name, spec.qtype, { qclass: QCLASS.IN, rd: true, timeoutMs });
-      if (reply.answers.length === 0) throw new Error(`no RRs for domain ${JSON.stringify(spec.name)}`);
+      if (reply.answers.length === 0) throw new ProbeFailedError(spec.name);
       const latencyMs = performance.now() - started;
       Object.assign(status, { isOk: true, latencySeconds: latencyMs / 1000, err: '', checkedAtMs: Date.now() });
       deps.metrics.probeSucceeded(spec.label, latencyMs);

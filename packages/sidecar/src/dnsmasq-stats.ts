@@ -1,6 +1,13 @@
 import type { Logger } from '@cluster-dns/runtime';
-import { QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
+import { ClusterDnsError, QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 import { DNSMASQ_STATS, type DnsmasqStat, type SidecarMetrics } from './metrics.js';
+
+/** A CHAOS statistics reply that is not what dnsmasq sends. */
+export class StatsReplyError extends ClusterDnsError {
+  constructor(stat: string, problem: string) {
+    super('STATS_INVALID', `${stat}.bind: ${problem}`);
+  }
+}
 
 /** Reads one `<name>.bind` CHAOS TXT value: exactly one TXT record with one integer string. */
 export async function readDnsmasqStat(
@@ -9,12 +16,12 @@ export async function readDnsmasqStat(
   timeoutMs: number,
 ): Promise<number> {
   const reply = await queryDns(server, `${stat}.bind.`, QTYPE.TXT, { qclass: QCLASS.CH, timeoutMs });
-  if (reply.answers.length !== 1) throw new Error(`${stat}.bind: ${reply.answers.length} records, expected 1`);
+  if (reply.answers.length !== 1) throw new StatsReplyError(stat, `${reply.answers.length} records, expected 1`);
   const [rr] = reply.answers;
   if (rr?.type !== QTYPE.TXT || rr.text?.length !== 1)
-    throw new Error(`${stat}.bind: expected one TXT record with one string`);
+    throw new StatsReplyError(stat, 'expected one TXT record with one string');
   const value = rr.text[0] as string;
-  if (!/^-?\d+$/.test(value)) throw new Error(`${stat}.bind: ${JSON.stringify(value)} is not an integer`);
+  if (!/^-?\d+$/.test(value)) throw new StatsReplyError(stat, `${JSON.stringify(value)} is not an integer`);
   return Number(value);
 }
 

@@ -1,6 +1,4 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { CloseStack, type Logger } from '@cluster-dns/runtime';
+import { CloseStack, type Logger, listenHttp } from '@cluster-dns/runtime';
 import { Registry } from 'prom-client';
 import { type RunningProbe, startProbe } from './dns-probe.js';
 import { startDnsmasqPoller } from './dnsmasq-stats.js';
@@ -36,25 +34,10 @@ export function createSidecar(options: SidecarOptions, deps: { log: Logger; rand
       });
       closers.push('dnsmasq poll', () => poller.stop());
       const app = createHttpApp({ probes, registry, metricsPath: options.metricsPath });
-      const server: Server = await new Promise((resolve, reject) => {
-        const s = app.listen(options.httpPort, options.httpHost, () => resolve(s));
-        s.once('error', (error: NodeJS.ErrnoException) =>
-          reject(
-            new Error(`cannot listen on ${options.httpHost}:${options.httpPort}/http: ${error.code ?? error.message}`, {
-              cause: error,
-            }),
-          ),
-        );
-      });
-      closers.push(
-        'http',
-        () =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          }),
-      );
-      const port = (server.address() as AddressInfo).port;
+      // Closed first (reverse order), draining: a scrape or kubelet probe in flight still gets its answer.
+      const http = await listenHttp(options.httpHost, options.httpPort, app);
+      closers.push('http', () => http.close({ deadlineMs: 2000 }));
+      const port = http.port;
       deps.log.info('ready', { port, probes: options.probes.map((p) => p.label), metricsPath: options.metricsPath });
       return { port };
     },
