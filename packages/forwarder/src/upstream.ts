@@ -3,9 +3,11 @@ import {
   type ExchangeOptions,
   encodeOptRecord,
   exchangeRaw,
+  FLAG,
   type Fqdn,
   HEADER_BYTES,
   RCODE,
+  RCODE_MASK,
   type RejectReason,
   randomQueryId,
   writeName,
@@ -52,7 +54,7 @@ export function buildUpstreamQuery(q: UpstreamQuestion): Buffer {
   const opt = encodeOptRecord({ udpSize: 1232, dnssecOk: q.dnssecOk });
   const out = Buffer.alloc(HEADER_BYTES + name.length + 4 + opt.length);
   out.writeUInt16BE(randomQueryId(), 0);
-  out.writeUInt16BE(0x0100 | (q.checkingDisabled ? 0x0010 : 0), 2);
+  out.writeUInt16BE(FLAG.RD | (q.checkingDisabled ? FLAG.CD : 0), 2);
   out.writeUInt16BE(1, 4);
   out.writeUInt16BE(1, 10);
   name.copy(out, HEADER_BYTES);
@@ -90,14 +92,14 @@ export async function forwardQuery(
     const onRejected = (reason: RejectReason) => options.onRejected(id, reason);
     try {
       let reply = await options.exchangeUdp(server, buildUpstreamQuery(q), { timeoutMs, onRejected });
-      if ((reply.readUInt16BE(2) & 0x0200) !== 0) {
+      if ((reply.readUInt16BE(2) & FLAG.TC) !== 0) {
         reply = await exchangeRaw(server, buildUpstreamQuery(q), {
           transport: 'tcp',
           timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - Date.now())),
           onRejected,
         });
       }
-      const rcode = reply.readUInt16BE(2) & 0xf;
+      const rcode = reply.readUInt16BE(2) & RCODE_MASK;
       if (rcode === RCODE.SERVFAIL || rcode === RCODE.REFUSED) {
         counters.failures++;
         fallback = reply;

@@ -1,11 +1,42 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QTYPE, RCODE } from '@cluster-dns/wire';
+import { decodeMessage, exchangeRaw, HEADER_BYTES, QTYPE, RCODE, writeName } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { startForwarder, upstream } from './harness.js';
 
+/** A query whose name is written with the codec: `a\\.b` is one label of three octets. */
+function rawQuery(name: string, type: number): Buffer {
+  const qname = writeName(name);
+  const out = Buffer.alloc(HEADER_BYTES + qname.length + 4);
+  out.writeUInt16BE(0x1234, 0);
+  out.writeUInt16BE(0x0100, 2);
+  out.writeUInt16BE(1, 4);
+  qname.copy(out, HEADER_BYTES);
+  out.writeUInt16BE(type, HEADER_BYTES + qname.length);
+  out.writeUInt16BE(1, HEADER_BYTES + qname.length + 2);
+  return out;
+}
+
 describe('routing', () => {
+  it.each([
+    ['a dot', 'a\\.b.example.org.'],
+    ['a space and a NUL', 'a\\032\\000b.example.org.'],
+    ['octets above 0x7f', '\\200\\255.example.org.'],
+  ])('forwards a label holding %s as the same octets, and takes the reply to it', async (_what, name) => {
+    const up = await upstream({});
+    const f = await startForwarder([`--server=${up.address}`]);
+    const reply = decodeMessage(
+      await exchangeRaw({ host: '127.0.0.1', port: f.port }, rawQuery(name, QTYPE.A), { timeoutMs: 3000 }),
+    );
+    // The upstream saw one label where the client sent one, and its NXDOMAIN came back (not a
+    // SERVFAIL after the reply was dropped as answering another question).
+    expect(up.queries.map((q) => q.name)).toEqual([name]);
+    expect(reply.questions[0]?.name).toBe(name);
+    expect(reply.flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(f.forwarder.rejectedReplies()).toBe(0);
+  });
+
   it('sends each name to its --server domain, longest suffix first, and the rest upstream', async () => {
     const cluster = await upstream({
       records: { 'web.shop.svc.cluster.local.': [{ type: QTYPE.A, address: '10.96.0.20' }] },

@@ -1,14 +1,23 @@
 import dgram from 'node:dgram';
 import {
+  assembleReply,
   buildBareResponse,
+  buildQueryMessage,
+  copyRecord,
+  createQueryPipeline,
   type DnsListener,
+  type DnsRequest,
   encodeMessage,
+  FLAG,
+  HEADER_BYTES,
   listenDns,
   type ParsedQuery,
-  parseQuery,
   QTYPE,
   RCODE,
+  type Reply,
   type Rr,
+  type ScannedRecord,
+  scanResponse,
   toFqdn,
 } from '@cluster-dns/wire';
 
@@ -60,16 +69,13 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
   const forger = dgram.createSocket('udp4');
   await new Promise<void>((resolve) => forger.bind(0, host, () => resolve()));
 
-  const reply = (q: ParsedQuery): Buffer => {
-    const name = toFqdn(q.qname);
-    const records = options.records?.[name] ?? options.records?.[name.slice(0, -1)];
-    const header = { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: true, ad: false, cd: false };
-    const question = [{ name: q.qname, type: q.qtype, class: q.qclass }];
+  /** The SOA of our negative answers, as octets that stand in any reply (names spelt out). */
+  const soaRecord = (ttl: number): Buffer => {
     const soa: Rr = {
       name: 'example.',
       type: QTYPE.SOA,
       class: 1,
-      ttl: options.negativeTtl ?? 60,
+      ttl,
       soa: {
         primary: 'ns.example.',
         admin: 'hostmaster.example.',
@@ -77,68 +83,85 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
         refresh: 1,
         retry: 1,
         expiration: 1,
-        minimum: options.negativeTtl ?? 60,
+        minimum: ttl,
       },
     };
-    if (!records) {
-      return encodeMessage({
-        id: q.id,
-        flags: { ...header, rcode: RCODE.NXDOMAIN },
-        questions: question,
-        answers: [],
-        authorities: [soa],
-        additionals: [],
-      });
-    }
+    const message = encodeMessage({ ...buildQueryMessage(0, '.', QTYPE.SOA), questions: [], answers: [soa] });
+    return copyRecord(message, scanResponse(message).records[0] as ScannedRecord);
+  };
+
+  /** NXDOMAIN or NODATA with our SOA, built on the question's own octets: any name works. */
+  const negative = (q: ParsedQuery, rcode: number): Buffer =>
+    assembleReply(
+      { id: q.id, flags: FLAG.AA | FLAG.RA | (q.rd ? FLAG.RD : 0) | rcode },
+      q.raw.subarray(HEADER_BYTES, q.questionEnd),
+      [[], [soaRecord(options.negativeTtl ?? 60)], []],
+    );
+
+  const reply = (q: ParsedQuery): Buffer => {
+    const name = toFqdn(q.qname);
+    const records = options.records?.[name] ?? options.records?.[name.slice(0, -1)];
+    if (!records) return negative(q, RCODE.NXDOMAIN);
     const matching = records.filter((r) => r.type === q.qtype || r.type === QTYPE.CNAME);
-    const answers = matching.map((r) => ({ ...r, name: q.qname, class: 1, ttl: r.ttl ?? 60 }) as Rr);
-    const authorities = answers.length ? [] : [soa];
+    if (matching.length === 0) return negative(q, RCODE.NOERROR);
     return encodeMessage({
       id: q.id,
-      flags: { ...header, rcode: RCODE.NOERROR },
-      questions: question,
-      answers,
-      authorities,
+      flags: {
+        qr: true,
+        opcode: 0,
+        aa: true,
+        tc: false,
+        rd: q.rd,
+        ra: true,
+        ad: false,
+        cd: false,
+        rcode: RCODE.NOERROR,
+      },
+      questions: [{ name: q.qname, type: q.qtype, class: q.qclass }],
+      answers: matching.map((r) => ({ ...r, name: q.qname, class: 1, ttl: r.ttl ?? 60 }) as Rr),
+      authorities: [],
       additionals: [],
     });
+  };
+
+  const handle = async ({ query: q, context }: DnsRequest): Promise<Reply> => {
+    queries.push({ name: q.qname.toLowerCase(), type: q.qtype, transport: context.transport, id: q.id });
+    if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
+    switch (options.behaviour ?? 'answer') {
+      case 'drop':
+        return undefined;
+      case 'servfail':
+        return buildBareResponse(q, RCODE.SERVFAIL);
+      case 'refused':
+        return buildBareResponse(q, RCODE.REFUSED);
+      default:
+        break;
+    }
+    if (options.truncateUdp && context.transport === 'udp')
+      return buildBareResponse(q, RCODE.NOERROR, { truncated: true, authoritative: true });
+    const good = reply(q);
+    if (options.spoof && context.transport === 'udp') {
+      // The forgery says NXDOMAIN: a client that takes it shows the wrong answer.
+      const forged = buildBareResponse(q, RCODE.NXDOMAIN);
+      if (options.spoof === 'id') forged.writeUInt16BE((q.id + 1) & 0xffff, 0);
+      if (options.spoof === 'question') forged[13] = (forged[13] as number) ^ 0x01;
+      if (options.spoof === 'source') {
+        await new Promise<void>((resolve) =>
+          forger.send(forged, context.remotePort, context.remoteAddress, () => resolve()),
+        );
+        await new Promise((r) => setTimeout(r, 10));
+        return good;
+      }
+      return [forged, good];
+    }
+    return good;
   };
 
   const listener: DnsListener = await listenDns({
     host,
     port: initial.port ?? 0,
-    handler: async (raw, context) => {
-      const q = parseQuery(raw);
-      queries.push({ name: q.qname.toLowerCase(), type: q.qtype, transport: context.transport, id: q.id });
-      if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
-      switch (options.behaviour ?? 'answer') {
-        case 'drop':
-          return undefined;
-        case 'servfail':
-          return buildBareResponse(q, RCODE.SERVFAIL);
-        case 'refused':
-          return buildBareResponse(q, RCODE.REFUSED);
-        default:
-          break;
-      }
-      if (options.truncateUdp && context.transport === 'udp')
-        return buildBareResponse(q, RCODE.NOERROR, { truncated: true, authoritative: true });
-      const good = reply(q);
-      if (options.spoof && context.transport === 'udp') {
-        // The forgery says NXDOMAIN: a client that takes it shows the wrong answer.
-        const forged = buildBareResponse(q, RCODE.NXDOMAIN);
-        if (options.spoof === 'id') forged.writeUInt16BE((q.id + 1) & 0xffff, 0);
-        if (options.spoof === 'question') forged[13] = (forged[13] as number) ^ 0x01;
-        if (options.spoof === 'source') {
-          await new Promise<void>((resolve) =>
-            forger.send(forged, context.remotePort, context.remoteAddress, () => resolve()),
-          );
-          await new Promise((r) => setTimeout(r, 10));
-          return good;
-        }
-        return [forged, good];
-      }
-      return good;
-    },
+    // The same preamble as our own servers: malformed queries get FORMERR, responses are dropped.
+    handler: createQueryPipeline({ handle, recursionAvailable: true, classes: [1, 3, 255] }),
   });
   return {
     host,

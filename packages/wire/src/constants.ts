@@ -44,6 +44,8 @@ export const FLAG = {
   AD: 0x0020,
   CD: 0x0010,
 } as const;
+/** The DO bit in an OPT record's TTL field (RFC 3225): "DNSSEC answers wanted". */
+export const EDNS_DO_BIT = 0x8000;
 /** Where the opcode sits in the flags word: `(flags & OPCODE_MASK) >> OPCODE_SHIFT`. */
 export const OPCODE_MASK = 0x7800;
 export const OPCODE_SHIFT = 11;

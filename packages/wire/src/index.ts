@@ -11,6 +11,7 @@ export {
 } from './client.js';
 export {
   EDNS_DEFAULT_UDP_BYTES,
+  EDNS_DO_BIT,
   FLAG,
   HEADER_BYTES,
   OPCODE,

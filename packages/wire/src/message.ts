@@ -1,5 +1,5 @@
 import dns2 from 'dns2';
-import { FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
+import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
 import { NameError, QueryFormatError } from './errors.js';
 import { labelOctets, readName } from './names-on-wire.js';
 import type { DecodedRr, NameRecord, Rr } from './records.js';
@@ -275,7 +275,7 @@ export function buildQueryMessage(
   options: { qclass?: number; rd?: boolean; opcode?: number; edns?: { udpSize: number; dnssecOk?: boolean } } = {},
 ): DnsMessage {
   const additionals: Rr[] = options.edns
-    ? [{ name: '.', type: QTYPE.OPT, class: options.edns.udpSize, ttl: options.edns.dnssecOk ? 0x8000 : 0 }]
+    ? [{ name: '.', type: QTYPE.OPT, class: options.edns.udpSize, ttl: options.edns.dnssecOk ? EDNS_DO_BIT : 0 }]
     : [];
   return {
     id,

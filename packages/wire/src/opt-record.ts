@@ -1,4 +1,4 @@
-import { EDNS_DEFAULT_UDP_BYTES, OPT_RECORD_BYTES, QTYPE } from './constants.js';
+import { EDNS_DEFAULT_UDP_BYTES, EDNS_DO_BIT, OPT_RECORD_BYTES, QTYPE } from './constants.js';
 
 /**
  * Our OPT record (RFC 6891 §6.1.2): root owner, our UDP payload size, the extended rcode bits,
@@ -13,7 +13,7 @@ export function encodeOptRecord(
   out.writeUInt16BE(options.udpSize ?? EDNS_DEFAULT_UDP_BYTES, 3);
   out[5] = options.extendedRcode ?? 0;
   out[6] = 0;
-  out.writeUInt16BE(options.dnssecOk ? 0x8000 : 0, 7);
+  out.writeUInt16BE(options.dnssecOk ? EDNS_DO_BIT : 0, 7);
   out.writeUInt16BE(0, 9);
   return out;
 }

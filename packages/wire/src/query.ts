@@ -1,4 +1,4 @@
-import { FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QTYPE, UDP_LEGACY_MAX_BYTES } from './constants.js';
+import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QTYPE, UDP_LEGACY_MAX_BYTES } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
 import { labelNeedsEscape, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
@@ -127,7 +127,7 @@ function readEdns(raw: Buffer, start: number): Edns | undefined {
       edns = {
         udpSize: Math.max(UDP_LEGACY_MAX_BYTES, raw.readUInt16BE(pos + 2)),
         version: (ttl >>> 16) & 0xff,
-        dnssecOk: (ttl & 0x8000) !== 0,
+        dnssecOk: (ttl & EDNS_DO_BIT) !== 0,
       };
     }
     pos += 10 + rdlength;
