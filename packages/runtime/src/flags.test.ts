@@ -29,6 +29,8 @@ describe('parseFlags', () => {
     ],
     [['--initial-sync-timeout=1m30s'], { 'initial-sync-timeout': 90_000 }],
     [['--pods=verified'], { pods: 'verified' }],
+    // `pnpm demo -- --port=5300` passes the separator on.
+    [['--', '--port=5300'], { port: 5300 }],
   ])('parses %j', (argv, expected) => {
     expect(parseFlags(table, argv).values).toMatchObject(expected);
   });

@@ -152,7 +152,8 @@ export interface ParsedFlags<Table extends FlagTable> {
 /**
  * Parses argv against a flag table. It takes the forms kube-dns (pflag), dnsmasq and Go's flag
  * package accept: `--name=value`, `--name value`, `-name=value`, `-x value`, `-xvalue`, `--bool`,
- * `--bool=false`. Anything else throws a FlagError or UnknownFlagError naming the argument.
+ * `--bool=false`. A bare `--` is skipped. Anything else throws a FlagError or UnknownFlagError
+ * naming the argument.
  */
 export function parseFlags<Table extends FlagTable>(table: Table, argv: readonly string[]): ParsedFlags<Table> {
   const byName = new Map<string, string>();
@@ -171,7 +172,9 @@ export function parseFlags<Table extends FlagTable>(table: Table, argv: readonly
       help = true;
       continue;
     }
-    if (!arg.startsWith('-') || arg === '-' || arg === '--') throw new UnknownFlagError(arg);
+    // `pnpm demo -- --flag` hands the `--` on; with no positional arguments it only separates.
+    if (arg === '--') continue;
+    if (!arg.startsWith('-') || arg === '-') throw new UnknownFlagError(arg);
     const body = arg.replace(/^--?/, '');
     const eq = body.indexOf('=');
     let key = eq === -1 ? body : body.slice(0, eq);

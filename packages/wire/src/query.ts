@@ -1,4 +1,12 @@
-import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QTYPE, UDP_LEGACY_MAX_BYTES } from './constants.js';
+import {
+  EDNS_DO_BIT,
+  FLAG,
+  HEADER_BYTES,
+  OPCODE_MASK,
+  OPCODE_SHIFT,
+  QTYPE,
+  UDP_LEGACY_MAX_BYTES,
+} from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
 import { labelNeedsEscape, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
