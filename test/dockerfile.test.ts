@@ -40,7 +40,12 @@ describe('docker/Dockerfile, read without a Docker engine', () => {
         if (from) {
           expect(names.indexOf(from), `${stage}: --from=${from}`).toBeGreaterThanOrEqual(0);
           expect(names.indexOf(from)).toBeLessThan(names.indexOf(stage));
-          for (const s of sources) expect(stages.get(from)?.join('\n'), `${from} makes ${s}`).toContain(s);
+          const made = stages.get(from)?.join('\n') ?? '';
+          for (const s of sources) {
+            // docker/bundle.mjs writes /src/packages/<name>/bundle for each process it bundles.
+            const bundled = /^\/src\/packages\/[a-z-]+\/bundle$/.test(s) && made.includes('node docker/bundle.mjs');
+            expect(bundled || made.includes(s), `${from} makes ${s}`).toBe(true);
+          }
         } else {
           for (const s of sources) expect(existsSync(`${root}/${s}`), `${stage}: COPY ${s}`).toBe(true);
         }
@@ -48,16 +53,17 @@ describe('docker/Dockerfile, read without a Docker engine', () => {
     }
   });
 
-  it('deploys each process with production dependencies and runs the file its build produces', () => {
+  it('bundles each process and runs the bundle, which docker/bundle.mjs makes from what tsc builds', async () => {
+    expect(stages.get('build')?.some((l) => l.includes('node docker/bundle.mjs'))).toBe(true);
+    const { BUNDLES } = await import('../docker/bundle.mjs');
+    expect(Object.keys(BUNDLES).sort()).toEqual([...PROCESSES].sort());
     for (const p of PROCESSES) {
-      expect(text).toContain(`pnpm --filter @cluster-dns/${p} deploy --prod /out/${p}`);
       const lines = stages.get(p) ?? [];
-      expect(lines).toContain('ENTRYPOINT ["node", "/app/dist/main.js"]');
-      expect(lines.some((l) => l.includes(`/out/${p} /app`))).toBe(true);
-      // The deployed package's dist/main.js is what `tsc -b` writes from src/main.ts.
+      expect(lines).toContain('ENTRYPOINT ["node", "/app/main.js"]');
+      expect(lines.some((l) => l.includes(`/src/packages/${p}/bundle /app`))).toBe(true);
+      // The bundle's entry is dist/main.js, what `tsc -b` writes from src/main.ts.
+      expect(BUNDLES[p as keyof typeof BUNDLES]).toContain('main.js');
       expect(existsSync(`${root}/packages/${p}/src/main.ts`)).toBe(true);
-      const pkg = JSON.parse(readFileSync(`${root}/packages/${p}/package.json`, 'utf8'));
-      expect(pkg.files).toContain('dist');
       expect(JSON.parse(readFileSync(`${root}/packages/${p}/tsconfig.json`, 'utf8')).compilerOptions.outDir).toBe(
         'dist',
       );
@@ -76,5 +82,7 @@ describe('docker/Dockerfile, read without a Docker engine', () => {
     const ignore = readFileSync(`${root}/.dockerignore`, 'utf8');
     expect(ignore).toContain('**/node_modules');
     expect(ignore).toContain('**/dist');
+    expect(ignore).toContain('**/bundle');
+    expect(ignore).toContain('!docker/bundle.mjs');
   });
 });

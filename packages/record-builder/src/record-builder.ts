@@ -156,8 +156,11 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     async shutdown() {
       if (draining) return closers.close(log);
       draining = true;
-      log.info('lameduck: readiness failing, still answering', { lameduckMs: options.lameduckMs });
-      await sleep(options.lameduckMs);
+      // Never ready, never in the Service's endpoints: no traffic to wait out.
+      if (ready) {
+        log.info('lameduck: readiness failing, still answering', { lameduckMs: options.lameduckMs });
+        await sleep(options.lameduckMs);
+      }
       await closers.close(log);
     },
   };

@@ -126,8 +126,9 @@ describe('record-builder shutdown before the first sync', () => {
   it('stops at once on SIGTERM while the API server is unreachable, never having been ready', async () => {
     const proc = await launchProcess({
       script: MAIN,
-      // Nothing listens on port 1: every list fails and is retried.
-      args: ['--kube-master-url=http://127.0.0.1:1', ...LOOPBACK_ARGS],
+      // Nothing listens on port 1: every list fails and is retried. The lameduck is skipped: a
+      // record-builder that was never ready has no traffic to wait out.
+      args: ['--kube-master-url=http://127.0.0.1:1', ...LOOPBACK_ARGS, '--lameduck=5s'],
       readyMsg: 'listening',
     });
     const healthzPort = proc.ready.healthzPort as number;

@@ -1,0 +1,65 @@
+// Bundles each process into packages/<name>/bundle/: one ES module holding only the code the
+// process can reach, which is what the images ship (docker/Dockerfile) and what the bench measures.
+//   node docker/bundle.mjs [--report]      (after tsc -b)
+// Why: @kubernetes/client-node's KubeConfig module imports its whole generated API client
+// (~27 MB of JavaScript, every model and API class); a bundle keeps the few pieces reached.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Entry points of each process: its main, and any worker it starts by file name. */
+export const BUNDLES = {
+  'record-builder': ['main.js'],
+  forwarder: ['main.js'],
+  sidecar: ['main.js'],
+};
+
+const report = process.argv.includes('--report');
+for (const [name, entries] of Object.entries(BUNDLES)) {
+  const dist = join(root, 'packages', name, 'dist');
+  const outdir = join(root, 'packages', name, 'bundle');
+  mkdirSync(outdir, { recursive: true });
+  const result = await build({
+    entryPoints: entries.map((e) => join(dist, e)),
+    outdir,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    // CommonJS dependencies (express) call require() for node's built-ins; ESM has none.
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
+    },
+    // Error classes name themselves with new.target.name; bundling must not rename them.
+    keepNames: true,
+    legalComments: 'external',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  writeFileSync(join(outdir, 'package.json'), `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
+  const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.js'));
+  const bytes = outputs.reduce((n, [, o]) => n + o.bytes, 0);
+  console.log(`${name}: ${outputs.length} file(s), ${(bytes / 1048576).toFixed(1)} MiB in ${relative(root, outdir)}`);
+  if (report) {
+    const byPackage = new Map();
+    for (const [, output] of outputs) {
+      for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+        const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input.replace(/.*\.pnpm\/[^/]+\//, ''))?.[1] ?? 'ours';
+        byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + bytesInOutput);
+      }
+    }
+    for (const [pkg, n] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 12))
+      console.log(`  ${(n / 1024).toFixed(0).padStart(6)} KiB  ${pkg}`);
+  }
+}
+// The bundles depend on nothing but node: check no package was left out as external.
+for (const name of Object.keys(BUNDLES)) {
+  const text = readFileSync(join(root, 'packages', name, 'bundle', 'main.js'), 'utf8');
+  const bare = [...text.matchAll(/^import .* from ["']([^"'.][^"']*)["'];?$/gm)]
+    .map((m) => m[1])
+    .filter((spec) => !spec.startsWith('node:') && !builtinModules.includes(spec));
+  if (bare.length) throw new Error(`${name}: the bundle still imports ${bare.join(', ')}`);
+}
