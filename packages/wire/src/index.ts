@@ -53,6 +53,7 @@ export {
   ROOT,
   toFqdn,
 } from './fqdn.js';
+export { canonicalIpv6, ipv4ToNumber, ipv6Groups, ipv6Nibbles, numberToIpv4 } from './ip-address.js';
 export {
   type DnsListener,
   type ListenDnsOptions,
@@ -71,6 +72,7 @@ export {
   encodeMessage,
   type Question,
 } from './message.js';
+export { flagsWord, MessageWriter } from './message-writer.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
 export { encodeOptRecord } from './opt-record.js';
 export {
@@ -107,6 +109,6 @@ export {
   type Transport,
 } from './response.js';
 export { type ScannedRecord, type ScannedResponse, scanResponse, stripOpt } from './response-scan.js';
-export { addressFromReverseName, canonicalIpv6, reverseNameOf } from './reverse-name.js';
+export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { truncateReply } from './truncate.js';
 export { createUdpPool, type UdpPool, type UdpPoolOptions } from './udp-pool.js';

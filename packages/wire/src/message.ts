@@ -1,9 +1,9 @@
 import dns2 from 'dns2';
 import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
 import { NameError, QueryFormatError } from './errors.js';
+import { canonicalIpv6 } from './ip-address.js';
 import { labelOctets, readName } from './names-on-wire.js';
 import type { DecodedRr, NameRecord, Rr } from './records.js';
-import { canonicalIpv6 } from './reverse-name.js';
 
 const { Packet } = dns2;
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toFqdn } from './fqdn.js';
-import { addressFromReverseName, canonicalIpv6, reverseNameOf } from './reverse-name.js';
+import { canonicalIpv6 } from './ip-address.js';
+import { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 
 describe('reverse names', () => {
   it.each([

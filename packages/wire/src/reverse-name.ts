@@ -1,21 +1,7 @@
 import { isIP } from 'node:net';
 import { AddressError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
-
-/** Expands an IPv6 address to its 32 hex nibbles. */
-function ipv6Nibbles(address: string): string {
-  const [head = '', tail] = address.split('::');
-  const parse = (part: string) => (part === '' ? [] : part.split(':'));
-  let groups = parse(head);
-  if (tail !== undefined) {
-    const tailGroups = parse(tail);
-    groups = [...groups, ...Array(8 - groups.length - tailGroups.length).fill('0'), ...tailGroups];
-  }
-  return groups
-    .map((g) => g.padStart(4, '0'))
-    .join('')
-    .toLowerCase();
-}
+import { canonicalIpv6, ipv6Nibbles } from './ip-address.js';
 
 /** The PTR owner of an address: `4.3.2.1.in-addr.arpa.` or the nibble form under `ip6.arpa.`. */
 export function reverseNameOf(address: string): Fqdn {
@@ -43,29 +29,4 @@ export function addressFromReverseName(name: Fqdn): string | undefined {
     return canonicalIpv6(groups.join(':'));
   }
   return undefined;
-}
-
-/** RFC 5952 text form, so addresses from names compare equal to addresses from the API. */
-export function canonicalIpv6(address: string): string {
-  const groups =
-    ipv6Nibbles(address)
-      .match(/.{4}/g)
-      ?.map((g) => g.replace(/^0+(?=.)/, '')) ?? [];
-  let bestStart = -1;
-  let bestLength = 1;
-  for (let i = 0; i < groups.length; ) {
-    if (groups[i] !== '0') {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < groups.length && groups[j] === '0') j++;
-    if (j - i > bestLength) {
-      bestStart = i;
-      bestLength = j - i;
-    }
-    i = j;
-  }
-  if (bestStart === -1) return groups.join(':');
-  return `${groups.slice(0, bestStart).join(':')}::${groups.slice(bestStart + bestLength).join(':')}`;
 }
