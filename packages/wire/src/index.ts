@@ -55,6 +55,7 @@ export {
 } from './fqdn.js';
 export { canonicalIpv6, ipv4ToNumber, ipv6Groups, ipv6Nibbles, numberToIpv4 } from './ip-address.js';
 export {
+  DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
   type DnsListener,
   type ListenDnsOptions,
   listenDns,

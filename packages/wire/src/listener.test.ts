@@ -1,9 +1,10 @@
 import dgram from 'node:dgram';
 import { Resolver } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exchangeRaw, queryDns } from './client.js';
 import { QTYPE, RCODE } from './constants.js';
-import { type DnsListener, listenDns } from './listener.js';
+import { DEFAULT_UDP_RECEIVE_BUFFER_BYTES, type DnsListener, listenDns } from './listener.js';
 import { encodeMessage } from './message.js';
 import { parseQuery } from './query.js';
 import { buildBareResponse, buildHeaderOnlyResponse } from './response.js';
@@ -134,5 +135,21 @@ describe('listenDns and the client', () => {
     await expect(listenDns({ host: '127.0.0.1', port: server.port, handler: () => undefined })).rejects.toThrow(
       `cannot listen on 127.0.0.1:${server.port}/tcp: EADDRINUSE`,
     );
+  });
+
+  it('asks the kernel for a UDP receive buffer that holds a busy moment, within net.core.rmem_max', async () => {
+    const rmemMax = Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8'));
+    const listener = await listenDns({ host: '127.0.0.1', port: 0, handler: () => undefined });
+    open.push(listener);
+    // Linux grants twice what is asked (bookkeeping included), capped at rmem_max.
+    expect(listener.udpReceiveBufferBytes()).toBe(2 * Math.min(DEFAULT_UDP_RECEIVE_BUFFER_BYTES, rmemMax));
+    const small = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      handler: () => undefined,
+      udpReceiveBufferBytes: 65536,
+    });
+    open.push(small);
+    expect(small.udpReceiveBufferBytes()).toBe(2 * Math.min(65536, rmemMax));
   });
 });
