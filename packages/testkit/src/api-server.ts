@@ -24,6 +24,13 @@ export interface ApiServerOptions {
   bookmarkIntervalMs?: number;
   /** How a too-old watch is refused: an ERROR event with a 410 Status (as kube-apiserver does) or HTTP 410. */
   expiredWatchAs?: 'event' | 'status';
+  /**
+   * Live events a watch may have waiting for its client (default 100, kube-apiserver's cacheWatcher
+   * channel for large resources); one whose channel stays full `watchDispatchTimeoutMs` (default
+   * 100, the cacher's dispatch budget) is closed.
+   */
+  watchChannelSize?: number;
+  watchDispatchTimeoutMs?: number;
 }
 
 export interface RequestRecord {
@@ -45,6 +52,8 @@ export interface TestApiServer {
   kubeconfigYaml(): string;
   writeKubeconfig(path: string): Promise<void>;
   openWatches(): number;
+  /** Watches closed because their client fell too far behind. */
+  slowWatchersClosed(): number;
   faults: ApiFaults;
   close(): Promise<void>;
 }
@@ -78,6 +87,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
   const watches = new Set<http.ServerResponse>();
   const sockets = new Set<import('node:net').Socket>();
   let failures: { status: number; count: number } | undefined;
+  let slowWatchers = 0;
   let delayMs = 0;
 
   const server = http.createServer((req, res) => {
@@ -215,6 +225,9 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       backlog,
       params,
       bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+      channelSize: options.watchChannelSize ?? 100,
+      dispatchTimeoutMs: options.watchDispatchTimeoutMs ?? 100,
+      onSlowWatcher: () => slowWatchers++,
       onClose: () => watches.delete(res),
     });
   }
@@ -306,6 +319,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     kubeconfigYaml,
     writeKubeconfig: (file) => writeFile(file, kubeconfigYaml()),
     openWatches: () => watches.size,
+    slowWatchersClosed: () => slowWatchers,
     faults: {
       dropWatches: (dropOptions = {}) => {
         for (const w of watches) {

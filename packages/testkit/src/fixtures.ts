@@ -108,3 +108,84 @@ export function pod(namespace: string, name: string, ips: string[], options: { r
     },
   };
 }
+
+/**
+ * An EndpointSlice as the EndpointSlice controller writes it in a real cluster: owner reference,
+ * managed-by label, the last-change-trigger-time annotation, managedFields, and per endpoint a
+ * targetRef with its uid, the node, the zone and all three conditions. About 270 bytes an
+ * endpoint: a 100-endpoint slice is ~27 KB of JSON, as the bench's churn must be.
+ */
+export function controllerEndpointSlice(
+  namespace: string,
+  serviceName: string,
+  sliceName: string,
+  endpoints: EndpointSpec[],
+  options: { ports?: PortSpec[]; triggerTime?: Date; zones?: number } = {},
+): KubeObject {
+  const slice = endpointSlice(namespace, serviceName, sliceName, endpoints, { ports: options.ports });
+  const time = (options.triggerTime ?? new Date()).toISOString().replace(/\.\d+Z$/, 'Z');
+  const zones = options.zones ?? 3;
+  slice.metadata = {
+    ...slice.metadata,
+    generateName: `${serviceName}-`,
+    labels: {
+      'kubernetes.io/service-name': serviceName,
+      'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+    },
+    annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': time },
+    ownerReferences: [
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        name: serviceName,
+        uid: uidOf(`svc/${namespace}/${serviceName}`),
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+    managedFields: [
+      {
+        manager: 'kube-controller-manager',
+        operation: 'Update',
+        apiVersion: 'discovery.k8s.io/v1',
+        time,
+        fieldsType: 'FieldsV1',
+        fieldsV1: {
+          'f:addressType': {},
+          'f:endpoints': {},
+          'f:metadata': {
+            'f:annotations': { '.': {}, 'f:endpoints.kubernetes.io/last-change-trigger-time': {} },
+            'f:generateName': {},
+            'f:labels': { '.': {}, 'f:endpointslice.kubernetes.io/managed-by': {}, 'f:kubernetes.io/service-name': {} },
+            'f:ownerReferences': { '.': {}, [`k:{"uid":"${uidOf(`svc/${namespace}/${serviceName}`)}"}`]: {} },
+          },
+          'f:ports': {},
+        },
+      },
+    ],
+  };
+  slice.endpoints = (slice.endpoints as Array<Record<string, unknown>>).map((e, i) => {
+    const spec = endpoints[i] as EndpointSpec;
+    const podName = spec.podName ?? `${serviceName}-${(uidOf(`${sliceName}/${i}`) as string).slice(0, 10)}-${i}`;
+    return {
+      ...e,
+      nodeName: spec.nodeName ?? `node-${namespace}-${i % 50}.compute.internal`,
+      zone: `zone-${String.fromCharCode(97 + (i % zones))}`,
+      targetRef: { kind: 'Pod', namespace, name: podName, uid: uidOf(`pod/${namespace}/${podName}`) },
+    };
+  });
+  return slice;
+}
+
+/** A stable UUID-shaped id for a name, so fixtures are the same on every run. */
+function uidOf(text: string): string {
+  let h = 0x811c9dc5;
+  const hex: string[] = [];
+  for (let round = 0; round < 4; round++) {
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    h = Math.imul(h ^ round, 0x01000193) >>> 0;
+    hex.push(h.toString(16).padStart(8, '0'));
+  }
+  const s = hex.join('');
+  return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20, 32)}`;
+}

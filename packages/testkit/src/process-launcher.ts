@@ -12,6 +12,8 @@ export interface LaunchOptions {
   script: string;
   /** A command to run node under, such as a namespace's `ip netns exec <name>`. */
   prefix?: readonly string[];
+  /** Arguments for node itself, before the script (`--cpu-prof`, which NODE_OPTIONS refuses). */
+  nodeArgs?: readonly string[];
   args?: readonly string[];
   env?: Record<string, string>;
   /** Resolve when a log line with this msg appears (default "ready"). */
@@ -41,7 +43,13 @@ export interface LaunchedProcess {
 /** Spawns `node script args`, parses its JSON log lines, and waits for its ready line. */
 export async function launchProcess(options: LaunchOptions): Promise<LaunchedProcess> {
   const readyTimeout = new Error(`${options.script} did not log ${options.readyMsg ?? 'ready'} in time`);
-  const [command, ...argv] = [...(options.prefix ?? []), process.execPath, options.script, ...(options.args ?? [])];
+  const [command, ...argv] = [
+    ...(options.prefix ?? []),
+    process.execPath,
+    ...(options.nodeArgs ?? []),
+    options.script,
+    ...(options.args ?? []),
+  ];
   const child = spawn(command as string, argv, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
