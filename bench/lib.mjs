@@ -1,7 +1,7 @@
 // Plumbing for bench/run.mjs: start servers pinned to a core, measure their CPU and memory, and
 // drive them with dnsperf or bench/loadgen.mjs. Everything targets 127.0.0.1 and stops by itself.
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,20 @@ export function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
+/** RSS of a process and every process below it (threads share their process's RSS). */
+export function rssTreeMiB(pid) {
+  let total = rssMiB(pid);
+  let children = [];
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`))
+      children.push(...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+  } catch {
+    children = [];
+  }
+  for (const child of children) total += rssTreeMiB(Number(child));
+  return Math.round(total * 10) / 10;
+}
+
 export function rssMiB(pid) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
@@ -48,9 +62,17 @@ export function rssMiB(pid) {
   return Math.round((Number(line.split(/\s+/)[1]) / 1024) * 10) / 10;
 }
 
-/** One of our processes, pinned, waited for until its ready line. */
-export async function startOurs(pkg, args, core = SERVER_CORE, env = {}) {
-  const script = join(ROOT, 'packages', pkg, 'dist/main.js');
+/**
+ * One of our processes, pinned to `core` (a number or a taskset list such as "0,1"), waited for
+ * until its ready line. `script` defaults to its dist/main.js; the scale case runs the bundle.
+ */
+export async function startOurs(
+  pkg,
+  args,
+  core = SERVER_CORE,
+  env = {},
+  script = join(ROOT, 'packages', pkg, 'dist/main.js'),
+) {
   const [command, argv] = pinned(core, process.execPath, [script, ...args]);
   // launchProcess runs node itself; for pinning, wrap the script in taskset through a tiny shim.
   const shim = join(tmpdir(), `cluster-dns-bench-${pkg}.mjs`);
@@ -142,12 +164,20 @@ export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients
   };
 }
 
+let loadgenJobs = 0;
+
 /** Runs bench/loadgen.mjs on the load core, without blocking this process (it may apply events meanwhile). */
 export async function runLoadgen(job) {
-  const [command, argv] = pinned(LOAD_CORE, process.execPath, [
+  const file = join(tmpdir(), `cluster-dns-loadgen-${process.pid}-${++loadgenJobs}.json`);
+  writeFileSync(file, JSON.stringify({ host: '127.0.0.1', ...job }));
+  // Above the API server's churn on the same core, so it reads replies when they arrive: its
+  // figures are the server's latency, not its own wait for the CPU (root only).
+  const [pinnedCommand, pinnedArgv] = pinned(LOAD_CORE, process.execPath, [
     join(ROOT, 'bench/loadgen.mjs'),
-    JSON.stringify({ host: '127.0.0.1', ...job }),
+    `@${file}`,
   ]);
+  const [command, argv] =
+    process.getuid?.() === 0 ? ['nice', ['-n', '-10', pinnedCommand, ...pinnedArgv]] : [pinnedCommand, pinnedArgv];
   const { stdout } = await execFileAsync(command, argv, {
     encoding: 'utf8',
     timeout: (job.durationMs ?? 10_000) + 30_000,
@@ -159,12 +189,15 @@ export async function runLoadgen(job) {
 /** CPU time the server spent per answered query, in microseconds, while `fn` ran. */
 export async function withCpu(pid, fn) {
   const before = cpuSeconds(pid);
+  const t0 = performance.now();
   const result = await fn();
   const cpu = cpuSeconds(pid) - before;
+  const elapsedS = (performance.now() - t0) / 1000;
   const answered = result.sent !== undefined ? result.sent - (result.lost ?? 0) : result.received;
   return {
     ...result,
     cpuUsPerQuery: answered > 0 ? Math.round((cpu / answered) * 1e7) / 10 : null,
+    cpuPercent: Math.round((cpu / elapsedS) * 1000) / 10,
     rssMiB: rssMiB(pid),
   };
 }

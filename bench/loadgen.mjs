@@ -2,10 +2,13 @@
 // percentiles (dnsperf reports only the average). Reads its job as JSON in argv[2], prints a JSON
 // result. Bounded: it stops after durationMs and never targets anything but the given host.
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { buildQueryMessage, encodeMessage, typeFromName } from '@cluster-dns/wire';
 
-const job = JSON.parse(process.argv[2]);
+// The job is JSON in argv[2], or `@file` holding it (large name lists do not fit in argv).
+const arg = process.argv[2];
+const job = JSON.parse(arg.startsWith('@') ? readFileSync(arg.slice(1), 'utf8') : arg);
 const {
   host,
   port,

@@ -13,7 +13,6 @@ import {
   ROOT,
   repin,
   round,
-  rssMiB,
   runDnsperf,
   runLoadgen,
   SERVER_CORE,
@@ -24,6 +23,7 @@ import {
   withCpu,
   writeQueryFile,
 } from './lib.mjs';
+import { runScale, runSizing } from './scale.mjs';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -163,79 +163,14 @@ if ([1, 2, 3, 4].some(want)) {
   await cluster.stop();
 }
 
-// ---- case 5: 10,000 Services and 100,000 endpoints
+// ---- case 5: 10,000 Services and 100,000 endpoints, on one core and on two (bench/scale.mjs)
 if (want(5)) {
-  const objects = [];
-  for (let i = 0; i < 9000; i++)
-    objects.push(
-      fixtures.service(`ns-${i % 100}`, `svc-${i}`, {
-        clusterIPs: [`10.98.${i >> 8}.${i & 255}`],
-        ports: [{ name: 'http', port: 80 }],
-      }),
-    );
-  /** The one slice of headless service `h`: 100 endpoints, all ready but `notReady`. */
-  const headlessSlice = (h, notReady = -1) =>
-    fixtures.endpointSlice(
-      `ns-${h % 100}`,
-      `headless-${h}`,
-      `headless-${h}-0`,
-      Array.from({ length: 100 }, (_, e) => ({
-        addresses: [`10.${100 + (h >> 8)}.${h & 255}.${e + 1}`],
-        hostname: `pod-${e}`,
-        ready: e !== notReady,
-      })),
-      { ports: [{ name: 'grpc', port: 9000 }] },
-    );
-  for (let h = 0; h < 1000; h++) {
-    objects.push(
-      fixtures.service(`ns-${h % 100}`, `headless-${h}`, { headless: true, ports: [{ name: 'grpc', port: 9000 }] }),
-    );
-    objects.push(headlessSlice(h));
-  }
-  const cluster = await startCluster(objects, {
-    apiOptions: { historyLimit: 50_000 },
-    env: { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? '--expose-gc' },
-  });
-  const { api, rb } = cluster;
-  const rssAfterSync = rssMiB(rb.pid);
-  const gc = await (await fetch(`http://127.0.0.1:${rb.ready.healthzPort}/debug/gc`)).json();
-  const rssAfterGc = rssMiB(rb.pid);
-  row('5. scale 10k svc / 100k endpoints: start to ready', 'cluster-dns', {
-    readyS: round(rb.readyMs / 1000, 2),
-    records: rb.ready.records,
-    rssMiBAfterSync: rssAfterSync,
-    rssMiBAfterGc: rssAfterGc,
-    heapMiBAfterGc: round(gc.heapUsed / 1048576),
-  });
-  const names = Array.from({ length: 1000 }, (_, i) => [`svc-${i}.ns-${i % 100}.svc.cluster.local`, 'A']);
-  const quiet = await fixedRate(rb.pid, rb.ready.dnsPort, names, 5000);
-  row('5. scale: queries at 5k QPS, no events', 'cluster-dns', quiet);
-  // 1,000 EndpointSlice changes per second while queries run: one endpoint flips readiness.
-  let flips = 0;
-  const flip = () => {
-    api.apply(headlessSlice(flips % 1000, flips % 100));
-    flips++;
-  };
-  const churn = setInterval(() => {
-    for (let i = 0; i < 10; i++) flip();
-  }, 10);
-  const busy = await fixedRate(rb.pid, rb.ready.dnsPort, names, 5000);
-  clearInterval(churn);
-  row('5. scale: queries at 5k QPS, 1,000 events/s', 'cluster-dns', { ...busy, events: flips });
-  const metrics = await (await fetch(`http://127.0.0.1:${rb.ready.metricsPort}/metrics`)).text();
-  const buckets = [
-    ...metrics.matchAll(
-      /clusterdns_recordbuilder_event_apply_duration_seconds_bucket\{le="([^"]+)",resource="endpointslices"\} (\d+)/g,
-    ),
-  ].map((m) => [Number(m[1]), Number(m[2])]);
-  const total = buckets.at(-1)?.[1] ?? 0;
-  const upTo = (p) => (buckets.find(([, c]) => c >= total * p)?.[0] ?? Number.NaN) * 1e6;
-  row('5. scale: EndpointSlice event apply', 'cluster-dns', {
-    events: total,
-    p50UsAtMost: upTo(0.5),
-    p99UsAtMost: upTo(0.99),
-  });
-  await cluster.stop();
+  const oneCore = await runScale({ cores: String(SERVER_CORE), seconds, row, quick });
+  await runSizing({ row, full: oneCore });
+  await runScale({ cores: `${SERVER_CORE},${LOAD_CORE}`, seconds, row, quick });
+  notes.push(
+    'Case 5 on two cores shares core 1 with the load generator and the in-process API server that writes the churn; the one-core figures are the container-limited ones.',
+  );
 }
 
 // ---- case 6: propagation of an EndpointSlice change through the forwarder's warm cache

@@ -12,7 +12,7 @@ import { build } from 'esbuild';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** Entry points of each process: its main, and any worker it starts by file name. */
 export const BUNDLES = {
-  'record-builder': ['main.js'],
+  'record-builder': ['main.js', 'api-worker.js'],
   forwarder: ['main.js'],
   sidecar: ['main.js'],
 };

@@ -158,6 +158,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         port,
         addresses: options.listenAddresses,
         cacheSize: options.cacheSize,
+        udpReceiveBufferBytes: listeners[0]?.udpReceiveBufferBytes() ?? 0,
         routes: config.routes().describe(),
       });
       return { port, addresses: [...options.listenAddresses] };

@@ -1,8 +1,9 @@
-import { isIP } from 'node:net';
-import { type Fqdn, isInZone, QCLASS, QTYPE, RCODE, type Rr, toFqdn } from '@cluster-dns/wire';
+import { type Fqdn, isInZone, labelsOf, parentOf, QTYPE, RCODE, type Rr } from '@cluster-dns/wire';
+import { serviceKey } from './cluster-model.js';
 import type { ClusterState } from './cluster-state.js';
-import { type PodsMode, parsePodName } from './pod-records.js';
-import { withSrvWeights } from './service-records.js';
+import type { PodsMode } from './pod-records.js';
+import { hostRecordsByLabel, withSrvWeights } from './service-records.js';
+import { recordsAt, soaRecord } from './zone-records.js';
 
 export interface ZoneView {
   readonly zone: Fqdn;
@@ -19,10 +20,11 @@ export interface AnswerParts {
   answers: Rr[];
   authorities: Rr[];
   additionals: Rr[];
+  /** The Services this answer was built from: a change to one of them makes it stale. */
+  owners: readonly string[];
   /**
-   * True when the answer depends only on the records of the name asked (and its owner's other
-   * names), so it stays valid until those change. Negative answers carry the SOA serial and
-   * synthesized ones depend on other state: they are dropped on any change.
+   * True when the answer stays valid until one of `owners` changes. Negative answers carry the SOA
+   * serial and may be made wrong by a new name: they are dropped on any change.
    */
   stable: boolean;
 }
@@ -33,76 +35,19 @@ export function zoneOf(view: ZoneView, name: Fqdn): Fqdn | undefined {
   return view.reverseZones.find((z) => isInZone(name, z));
 }
 
-export function soaRecord(view: ZoneView, zone: Fqdn): Rr {
-  return {
-    name: zone,
-    type: QTYPE.SOA,
-    class: QCLASS.IN,
-    ttl: view.ttlSeconds,
-    soa: {
-      primary: toFqdn(`ns.dns.${view.zone}`),
-      admin: toFqdn(`hostmaster.${view.zone}`),
-      serial: view.state.serial,
-      refresh: 7200,
-      retry: 1800,
-      expiration: 86400,
-      // RFC 2308 §5: the negative TTL is min(SOA TTL, MINIMUM); both are the record TTL.
-      minimum: view.ttlSeconds,
-    },
-  };
-}
-
-/** Records made at query time rather than stored: the apex, the NS target, pod names. */
-function synthesize(view: ZoneView, zone: Fqdn, name: Fqdn): { rrs: Rr[] | undefined; exists: boolean } {
-  const ttl = view.ttlSeconds;
-  if (name === zone) {
-    const ns: Rr = { name, type: QTYPE.NS, class: QCLASS.IN, ttl, target: toFqdn(`ns.dns.${view.zone}`) };
-    return { rrs: [soaRecord(view, zone), ns], exists: true };
-  }
-  if (zone !== view.zone) return { rrs: undefined, exists: false };
-  if (name === toFqdn(`ns.dns.${view.zone}`) || name === toFqdn(`dns.${view.zone}`)) {
-    if (name !== toFqdn(`ns.dns.${view.zone}`) || !view.dnsService) return { rrs: undefined, exists: true };
-    const svc = view.state.service(view.dnsService.namespace, view.dnsService.name);
-    const rrs = (svc?.clusterIPs ?? []).map(
-      (ip): Rr => ({ name, type: isIP(ip) === 6 ? QTYPE.AAAA : QTYPE.A, class: QCLASS.IN, ttl, address: ip }),
-    );
-    return { rrs, exists: true };
-  }
-  const podZone = toFqdn(`pod.${view.zone}`);
-  if (view.pods === 'disabled' || !isInZone(name, podZone)) return { rrs: undefined, exists: false };
-  const pod = parsePodName(name, podZone);
-  switch (pod.kind) {
-    case 'apex':
-      return { rrs: undefined, exists: true };
-    case 'namespace':
-      return { rrs: undefined, exists: view.pods === 'insecure' || view.state.hasPodsIn(pod.namespace) };
-    case 'invalid':
-      return { rrs: undefined, exists: false };
-    case 'address': {
-      if (view.pods === 'verified' && !view.state.hasPodIp(pod.namespace, pod.ip))
-        return { rrs: undefined, exists: false };
-      const type = isIP(pod.ip) === 6 ? QTYPE.AAAA : QTYPE.A;
-      return { rrs: [{ name, type, class: QCLASS.IN, ttl, address: pod.ip }], exists: true };
-    }
-  }
-}
-
 /** The answer for a name in one of our zones, per the spec and RFC 1034/2308/8020. */
 export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: number): AnswerParts {
-  const stored = view.state.index.lookup(name);
-  const synthesized = stored ? undefined : synthesize(view, zone, name);
-  const rrs = stored ?? synthesized?.rrs;
+  const at = recordsAt(view, zone, name);
   const negative = (rcode: number): AnswerParts => ({
     rcode,
     answers: [],
     authorities: [soaRecord(view, zone)],
     additionals: [],
+    owners: at.owners,
     stable: false,
   });
-  if (!rrs || rrs.length === 0) {
-    const exists = view.state.index.exists(name) || synthesized?.exists === true;
-    return negative(exists ? RCODE.NOERROR : RCODE.NXDOMAIN);
-  }
+  const rrs = at.rrs;
+  if (!rrs || rrs.length === 0) return negative(at.exists ? RCODE.NOERROR : RCODE.NXDOMAIN);
   const cname = rrs.find((r) => r.type === QTYPE.CNAME);
   let answers: Rr[];
   if (cname && qtype !== QTYPE.CNAME && qtype !== QTYPE.ANY) {
@@ -113,12 +58,49 @@ export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: numbe
   }
   if (answers.length === 0) return negative(RCODE.NOERROR);
   answers = withSrvWeights(answers);
+  const owners = new Set(at.owners);
+  const additionals = srvGlue(view, answers, owners);
+  return { rcode: RCODE.NOERROR, answers, authorities: [], additionals, owners: [...owners], stable: at.stable };
+}
+
+/**
+ * A/AAAA of the SRV targets, for the additional section. Targets under one headless Service are
+ * looked up in one pass over its endpoints (a 1,000-endpoint SRV answer is not 1,000 scans).
+ */
+function srvGlue(view: ZoneView, answers: readonly Rr[], owners: Set<string>): Rr[] {
   const additionals: Rr[] = [];
+  const glued = new Set<string>();
+  const hostsUnder = new Map<string, Map<string, Rr[]> | undefined>();
   for (const srv of answers) {
-    if (srv.type !== QTYPE.SRV || !srv.target) continue;
-    for (const rr of view.state.index.lookup(srv.target as Fqdn) ?? []) {
-      if ((rr.type === QTYPE.A || rr.type === QTYPE.AAAA) && !additionals.includes(rr)) additionals.push(rr);
+    if (srv.type !== QTYPE.SRV || glued.has(srv.target)) continue;
+    glued.add(srv.target);
+    const target = srv.target as Fqdn;
+    const parent = parentOf(target);
+    if (!hostsUnder.has(parent)) hostsUnder.set(parent, headlessHosts(view, parent, owners));
+    const hosts = hostsUnder.get(parent);
+    let rrs: readonly Rr[] | undefined;
+    if (hosts) rrs = hosts.get(labelsOf(target)[0] as string);
+    else {
+      const zone = zoneOf(view, target);
+      if (!zone) continue;
+      const at = recordsAt(view, zone, target);
+      for (const o of at.owners) owners.add(o);
+      rrs = at.rrs;
     }
+    for (const rr of rrs ?? []) if (rr.type === QTYPE.A || rr.type === QTYPE.AAAA) additionals.push(rr);
   }
-  return { rcode: RCODE.NOERROR, answers, authorities: [], additionals, stable: stored !== undefined && name !== zone };
+  return additionals;
+}
+
+/** When `base` is a headless Service's name in our zone, its endpoint names' records by label. */
+function headlessHosts(view: ZoneView, base: Fqdn, owners: Set<string>): Map<string, Rr[]> | undefined {
+  if (!isInZone(base, view.zone)) return undefined;
+  const labels = labelsOf(base);
+  const below = labels.slice(0, labels.length - labelsOf(view.zone).length);
+  if (below.length !== 3 || below[2] !== 'svc') return undefined;
+  const key = serviceKey(below[1] as string, below[0] as string);
+  const service = view.state.serviceByKey(key);
+  if (service?.kind !== 'headless') return undefined;
+  owners.add(key);
+  return hostRecordsByLabel(service, view.state.groupsOf(key), view);
 }

@@ -1,6 +1,7 @@
 /**
- * The few fields of Kubernetes objects that DNS uses. The informer module makes these from
- * client-node types; record code never sees client-node types.
+ * The few fields of Kubernetes objects that DNS uses, in compact form. The watchers make these
+ * from API objects (in the API worker); record code never sees client-node types. They cross a
+ * worker_threads boundary by structured clone, so they are plain data and typed arrays.
  */
 
 export type Protocol = 'tcp' | 'udp' | 'sctp';
@@ -27,21 +28,32 @@ export interface ServiceInfo {
   readonly publishNotReady: boolean;
 }
 
-export interface EndpointInfo {
-  readonly addresses: readonly string[];
-  readonly ready: boolean;
-  readonly terminating: boolean;
-  readonly hostname: string | undefined;
-}
+/** Bits of EndpointGroup.flags, per endpoint. */
+export const ENDPOINT = { READY: 1, TERMINATING: 2 } as const;
 
-/** One EndpointSlice (or one subset of a legacy Endpoints object), owned by a Service. */
+/**
+ * One EndpointSlice (or one legacy Endpoints object), owned by a Service, with its endpoints
+ * packed into a few arrays: about 50 bytes and a hostname each, instead of a few hundred as
+ * objects. Endpoint i has the addresses at indexes starts[i] .. starts[i + 1] - 1.
+ */
 export interface EndpointGroup {
   readonly namespace: string;
-  /** The slice's own name; one Service may have many. */
+  /** The object's own name; one Service may have many slices. */
   readonly name: string;
   readonly serviceName: string;
-  readonly endpoints: readonly EndpointInfo[];
   readonly ports: readonly ServicePort[];
+  /** Number of endpoints. */
+  readonly count: number;
+  /** ENDPOINT bits per endpoint. */
+  readonly flags: Uint8Array;
+  /** Where each endpoint's addresses start (count + 1 entries). */
+  readonly starts: Uint32Array;
+  /** Every endpoint's addresses, in order; IPv6 in RFC 5952 form. */
+  readonly addresses: readonly string[];
+  /** Per endpoint, lowercased; undefined when no endpoint of the group has one. */
+  readonly hostnames: readonly (string | null)[] | undefined;
+  /** EndpointSlice annotation endpoints.kubernetes.io/last-change-trigger-time, in ms; 0 when absent. */
+  readonly triggerTimeMs: number;
 }
 
 export interface PodInfo {

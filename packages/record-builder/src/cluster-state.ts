@@ -1,42 +1,37 @@
-import { type Fqdn, QCLASS, QTYPE, toFqdn } from '@cluster-dns/wire';
+import { type Fqdn, ipv6Nibbles } from '@cluster-dns/wire';
 import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
-import { RecordIndex } from './record-index.js';
-import { buildServiceRecords, type FragmentCache, type RecordContext } from './service-records.js';
+import { reuseUnchanged } from './endpoint-group.js';
+import { ptrAddresses, type RecordContext } from './service-records.js';
 
 /** The DNS schema version this server implements (spec §2.1). */
 export const SCHEMA_VERSION = '1.1.0';
 
 /**
- * What the informers have told us, and the records built from it. Each event rebuilds only the
- * records of the Service it concerns; `onChange` hears which names changed so ready answers for
- * them can be dropped.
+ * What the API has told us, in compact form, with the indexes answers need: Services, their
+ * endpoint groups, namespaces with Services, and a reverse index from each address with a PTR
+ * record to the Services that own it. No record is stored: answers are built from this on demand.
+ * Every change bumps the SOA serial and tells `onChange` which Services' names changed.
  */
 export class ClusterState {
-  readonly index: RecordIndex;
   private readonly services = new Map<string, ServiceInfo>();
   private readonly groups = new Map<string, EndpointGroup>();
-  private readonly groupsByService = new Map<string, Set<string>>();
+  private readonly groupsByService = new Map<string, Map<string, EndpointGroup>>();
+  private readonly namespaces = new Map<string, number>();
+  /** Address → the Services with a PTR for it (one key, or several). */
+  private readonly ptrOwners = new Map<string, string | string[]>();
+  private readonly ptrByService = new Map<string, readonly string[]>();
+  /** Reverse-name prefixes with addresses below them ("10", "10.244", … or nibbles): empty non-terminals. */
+  private readonly reversePrefixes = new Map<string, number>();
   private readonly podIps = new Map<string, Map<string, readonly string[]>>();
-  private readonly fragments = new Map<string, FragmentCache['previous']>();
   private serialNumber: number;
+  private endpoints = 0;
 
   constructor(
-    private readonly context: RecordContext & { readonly reverseZones: readonly Fqdn[] },
-    private readonly onChange: (names: readonly Fqdn[]) => void = () => {},
+    readonly context: RecordContext & { readonly reverseZones: readonly Fqdn[] },
+    private readonly onChange: (owners: readonly string[]) => void = () => {},
     private readonly now: () => number = Date.now,
   ) {
-    this.index = new RecordIndex([context.zone, ...context.reverseZones]);
     this.serialNumber = Math.floor(now() / 1000) >>> 0;
-    const version = toFqdn(`dns-version.${context.zone}`);
-    this.index.replace(
-      '#schema',
-      new Map([
-        [
-          version,
-          [{ name: version, type: QTYPE.TXT, class: QCLASS.IN, ttl: context.ttlSeconds, text: [SCHEMA_VERSION] }],
-        ],
-      ]),
-    );
   }
 
   /** The SOA serial: bumped on every change of the zone's data. */
@@ -48,36 +43,91 @@ export class ClusterState {
     return this.services.size;
   }
 
+  /** Endpoints held, published or not. */
+  get endpointCount(): number {
+    return this.endpoints;
+  }
+
   service(namespace: string, name: string): ServiceInfo | undefined {
     return this.services.get(serviceKey(namespace, name));
+  }
+
+  serviceByKey(key: string): ServiceInfo | undefined {
+    return this.services.get(key);
   }
 
   allServices(): IterableIterator<ServiceInfo> {
     return this.services.values();
   }
 
+  /** The endpoint groups of a Service (by its key). */
+  groupsOf(key: string): Iterable<EndpointGroup> {
+    return this.groupsByService.get(key)?.values() ?? [];
+  }
+
+  /** Keys (namespace/name) of what is held, by kind: what a new API worker's first list compares with. */
+  serviceKeys(): string[] {
+    return [...this.services.keys()];
+  }
+
+  groupKeys(): string[] {
+    return [...this.groups.keys()];
+  }
+
+  podKeys(): string[] {
+    return [...this.podIps].flatMap(([ns, byName]) => [...byName.keys()].map((name) => serviceKey(ns, name)));
+  }
+
+  hasServices(): boolean {
+    return this.services.size > 0;
+  }
+
+  namespaceHasServices(namespace: string): boolean {
+    return this.namespaces.has(namespace);
+  }
+
+  /** The Services with a PTR record for this address (canonical text). */
+  ptrOwnersOf(address: string): readonly string[] {
+    const owners = this.ptrOwners.get(address);
+    return owners === undefined ? [] : typeof owners === 'string' ? [owners] : owners;
+  }
+
+  /** True when some address with a PTR lies below this reverse prefix (`10.244`, or nibbles `f.d.0.0`). */
+  hasReversePrefix(prefix: string): boolean {
+    return this.reversePrefixes.has(prefix);
+  }
+
   upsertService(info: ServiceInfo): void {
-    this.services.set(serviceKey(info.namespace, info.name), info);
-    this.rebuild(serviceKey(info.namespace, info.name));
+    const key = serviceKey(info.namespace, info.name);
+    if (!this.services.has(key)) this.namespaces.set(info.namespace, (this.namespaces.get(info.namespace) ?? 0) + 1);
+    this.services.set(key, info);
+    this.rebuilt(key);
   }
 
   deleteService(namespace: string, name: string): void {
-    if (this.services.delete(serviceKey(namespace, name))) this.rebuild(serviceKey(namespace, name));
+    const key = serviceKey(namespace, name);
+    if (!this.services.delete(key)) return;
+    const left = (this.namespaces.get(namespace) ?? 1) - 1;
+    if (left > 0) this.namespaces.set(namespace, left);
+    else this.namespaces.delete(namespace);
+    this.rebuilt(key);
   }
 
-  upsertGroup(group: EndpointGroup): void {
-    const key = serviceKey(group.namespace, group.name);
+  upsertGroup(update: EndpointGroup): void {
+    const key = serviceKey(update.namespace, update.name);
     const previous = this.groups.get(key);
+    if (previous && previous.serviceName !== update.serviceName) this.deleteGroup(update.namespace, update.name);
+    const group = reuseUnchanged(this.groups.get(key), update);
+    this.endpoints += group.count - (this.groups.get(key)?.count ?? 0);
     this.groups.set(key, group);
     const owner = serviceKey(group.namespace, group.serviceName);
-    if (previous && previous.serviceName !== group.serviceName) this.detachGroup(previous, key);
-    let set = this.groupsByService.get(owner);
-    if (!set) {
-      set = new Set();
-      this.groupsByService.set(owner, set);
+    let byName = this.groupsByService.get(owner);
+    if (!byName) {
+      byName = new Map();
+      this.groupsByService.set(owner, byName);
     }
-    set.add(key);
-    this.rebuild(owner);
+    byName.set(key, group);
+    this.rebuilt(owner);
   }
 
   deleteGroup(namespace: string, name: string): void {
@@ -85,7 +135,12 @@ export class ClusterState {
     const previous = this.groups.get(key);
     if (!previous) return;
     this.groups.delete(key);
-    this.detachGroup(previous, key);
+    this.endpoints -= previous.count;
+    const owner = serviceKey(previous.namespace, previous.serviceName);
+    const byName = this.groupsByService.get(owner);
+    byName?.delete(key);
+    if (byName?.size === 0) this.groupsByService.delete(owner);
+    this.rebuilt(owner);
   }
 
   upsertPod(pod: PodInfo): void {
@@ -116,31 +171,68 @@ export class ClusterState {
     return this.podIps.has(namespace);
   }
 
-  private detachGroup(group: EndpointGroup, key: string): void {
-    const owner = serviceKey(group.namespace, group.serviceName);
-    const set = this.groupsByService.get(owner);
-    set?.delete(key);
-    if (set?.size === 0) this.groupsByService.delete(owner);
-    this.rebuild(owner);
-  }
-
-  private rebuild(owner: string): void {
+  /** A Service or one of its groups changed: refresh its reverse entries, then tell. */
+  private rebuilt(owner: string): void {
     const service = this.services.get(owner);
-    const groupKeys = this.groupsByService.get(owner) ?? new Set<string>();
-    const groups = [...groupKeys].map((k) => this.groups.get(k)).filter((g): g is EndpointGroup => g !== undefined);
-    const cache: FragmentCache = { previous: this.fragments.get(owner) ?? new Map(), next: new Map() };
-    const next = service ? buildServiceRecords(service, groups, this.context, cache) : undefined;
-    if (service && cache.next.size > 0) this.fragments.set(owner, cache.next);
-    else this.fragments.delete(owner);
-    const before = this.index.replace(owner, next);
-    if (before.length === 0) return;
-    // Answers for one name may carry records of the owner's other names (SRV targets in the
-    // additional section), so every name the owner has or had is dropped.
-    this.changed([...before, ...(next?.keys() ?? [])]);
+    const next = service ? ptrAddresses(service, this.groupsOf(owner)) : [];
+    const before = this.ptrByService.get(owner) ?? [];
+    if (!sameList(before, next)) {
+      const keep = new Set(next);
+      for (const ip of before) if (!keep.has(ip)) this.removePtr(ip, owner);
+      const had = new Set(before);
+      for (const ip of keep) if (!had.has(ip)) this.addPtr(ip, owner);
+      if (next.length) this.ptrByService.set(owner, next);
+      else this.ptrByService.delete(owner);
+    }
+    this.changed([owner]);
   }
 
-  private changed(names: readonly Fqdn[]): void {
-    this.serialNumber = Math.max(this.serialNumber + 1, Math.floor(this.now() / 1000)) >>> 0;
-    this.onChange(names);
+  private addPtr(ip: string, owner: string): void {
+    const owners = this.ptrOwners.get(ip);
+    if (owners === undefined) {
+      this.ptrOwners.set(ip, owner);
+      this.countPrefixes(ip, 1);
+    } else if (typeof owners === 'string') {
+      if (owners !== owner) this.ptrOwners.set(ip, [owners, owner]);
+    } else if (!owners.includes(owner)) owners.push(owner);
   }
+
+  private removePtr(ip: string, owner: string): void {
+    const owners = this.ptrOwners.get(ip);
+    if (owners === owner) {
+      this.ptrOwners.delete(ip);
+      this.countPrefixes(ip, -1);
+    } else if (Array.isArray(owners)) {
+      const left = owners.filter((o) => o !== owner);
+      this.ptrOwners.set(ip, left.length === 1 ? (left[0] as string) : left);
+    }
+  }
+
+  private countPrefixes(ip: string, delta: number): void {
+    for (const prefix of reversePrefixesOf(ip)) {
+      const n = (this.reversePrefixes.get(prefix) ?? 0) + delta;
+      if (n > 0) this.reversePrefixes.set(prefix, n);
+      else this.reversePrefixes.delete(prefix);
+    }
+  }
+
+  private changed(owners: readonly string[]): void {
+    this.serialNumber = Math.max(this.serialNumber + 1, Math.floor(this.now() / 1000)) >>> 0;
+    this.onChange(owners);
+  }
+}
+
+/**
+ * The proper prefixes of an address in reverse-zone order, as the labels under in-addr.arpa or
+ * ip6.arpa read from the zone down: 10.244.1.7 → "10", "10.244", "10.244.1"; IPv6 → nibbles.
+ */
+export function reversePrefixesOf(ip: string): string[] {
+  const parts = ip.includes(':') ? ipv6Nibbles(ip).split('') : ip.split('.');
+  return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('.'));
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -1,23 +1,11 @@
+// Loaded in the API worker only: client-node never runs on the thread that answers DNS.
 import { existsSync } from 'node:fs';
-import { ClusterDnsError } from '@cluster-dns/runtime';
 import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfigError, type KubeConfigSource } from './kube-config-source.js';
+
+export { KubeConfigError, type KubeConfigSource };
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-export class KubeConfigError extends ClusterDnsError {
-  constructor(message: string, options: { cause?: unknown; hint?: string } = {}) {
-    super('KUBECONFIG_INVALID', message, options);
-  }
-}
-
-export interface KubeConfigSource {
-  kubecfgFile: string;
-  masterUrl: string;
-  /** KUBECONFIG from the environment, passed in by main.ts. */
-  envKubeconfig: string | undefined;
-  /** KUBERNETES_SERVICE_HOST from the environment: set inside a Pod. */
-  inCluster: boolean;
-}
 
 /**
  * Where the API server is, in kube-dns's order: --kubecfg-file, else KUBECONFIG, else the Pod's

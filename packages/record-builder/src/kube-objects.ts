@@ -1,7 +1,8 @@
 import { isIP } from 'node:net';
 import { canonicalIpv6 } from '@cluster-dns/wire';
 import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
-import type { EndpointGroup, EndpointInfo, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
+import type { EndpointGroup, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
+import { type EndpointInput, packEndpointGroup } from './endpoint-group.js';
 
 const TOLERATE_UNREADY = 'service.alpha.kubernetes.io/tolerate-unready-endpoints';
 
@@ -46,6 +47,8 @@ export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
   };
 }
 
+const TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
+
 export function toEndpointGroup(slice: V1EndpointSlice): EndpointGroup | undefined {
   const namespace = slice.metadata?.namespace;
   const name = slice.metadata?.name;
@@ -53,14 +56,23 @@ export function toEndpointGroup(slice: V1EndpointSlice): EndpointGroup | undefin
   if (!namespace || !name || !serviceName) return undefined;
   // FQDN slices name hosts, not addresses: DNS has nothing to publish from them.
   if (slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6') return undefined;
-  const endpoints: EndpointInfo[] = (slice.endpoints ?? []).map((e) => ({
-    addresses: (e.addresses ?? []).map(normalizeIp).filter((ip): ip is string => ip !== undefined),
-    // The API says a nil ready condition is to be read as ready.
-    ready: e.conditions?.ready !== false,
-    terminating: e.conditions?.terminating === true,
-    hostname: e.hostname ? e.hostname.toLowerCase() : undefined,
-  }));
-  return { namespace, name, serviceName, endpoints, ports: toPorts(slice.ports) };
+  const trigger = slice.metadata?.annotations?.[TRIGGER_TIME];
+  return packEndpointGroup(
+    {
+      namespace,
+      name,
+      serviceName,
+      ports: toPorts(slice.ports),
+      triggerTimeMs: trigger ? Date.parse(String(trigger)) || 0 : 0,
+    },
+    (slice.endpoints ?? []).map((e) => ({
+      addresses: (e.addresses ?? []).map(normalizeIp).filter((ip): ip is string => ip !== undefined),
+      // The API says a nil ready condition is to be read as ready.
+      ready: e.conditions?.ready !== false,
+      terminating: e.conditions?.terminating === true,
+      hostname: e.hostname ? e.hostname.toLowerCase() : undefined,
+    })),
+  );
 }
 
 /** A legacy v1 Endpoints object as one group: ready `addresses` and `notReadyAddresses`. */
@@ -68,7 +80,7 @@ export function toEndpointGroupFromEndpoints(ep: V1Endpoints): EndpointGroup | u
   const namespace = ep.metadata?.namespace;
   const name = ep.metadata?.name;
   if (!namespace || !name) return undefined;
-  const endpoints: EndpointInfo[] = [];
+  const endpoints: EndpointInput[] = [];
   const ports: ServicePort[] = [];
   for (const subset of ep.subsets ?? []) {
     for (const p of toPorts(subset.ports)) {
@@ -83,7 +95,7 @@ export function toEndpointGroupFromEndpoints(ep: V1Endpoints): EndpointGroup | u
     add(subset.addresses, true);
     add(subset.notReadyAddresses, false);
   }
-  return { namespace, name, serviceName: name, endpoints, ports };
+  return packEndpointGroup({ namespace, name, serviceName: name, ports }, endpoints);
 }
 
 export function toPodInfo(pod: V1Pod): PodInfo | undefined {

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
-import { loadKubeConfig } from './kube-config.js';
 import { recordBuilderFlags, toRecordBuilderOptions } from './options.js';
 import { createRecordBuilder } from './record-builder.js';
 
@@ -13,14 +12,14 @@ await runMain(
     shutdownDeadlineMs: 60_000,
     start: async (values, { log }) => {
       const options = toRecordBuilderOptions(values);
-      const { config, from } = loadKubeConfig({
+      log.info('starting', { options });
+      const kube = {
         kubecfgFile: options.kubecfgFile,
         masterUrl: options.masterUrl,
         envKubeconfig: process.env.KUBECONFIG,
         inCluster: process.env.KUBERNETES_SERVICE_HOST !== undefined,
-      });
-      log.info('starting', { options, kubeconfig: from, server: config.getCurrentCluster()?.server });
-      const builder = createRecordBuilder(options, { log, kubeConfig: config });
+      };
+      const builder = createRecordBuilder(options, { log, kube });
       await builder.start();
       return { shutdown: () => builder.shutdown() };
     },

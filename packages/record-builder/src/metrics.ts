@@ -1,6 +1,6 @@
 import { FLAG, type QueryOutcome, RCODE, RCODE_MASK, rcodeName, typeName } from '@cluster-dns/wire';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
-import type { ResourceName } from './watchers.js';
+import type { ResourceName } from './watched-resources.js';
 
 /** kube-dns's skydns buckets: 1 ms, 3 ms, then Prometheus's defaults. */
 const DURATION_BUCKETS = [0.001, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -56,14 +56,9 @@ export function createRecordBuilderMetrics(registry: Registry) {
     labelNames: ['action'],
     registers: [registry],
   });
-  const records = new Gauge({
-    name: 'clusterdns_recordbuilder_records',
-    help: 'Resource records in the store.',
-    registers: [registry],
-  });
-  const names = new Gauge({
-    name: 'clusterdns_recordbuilder_names',
-    help: 'Owner names with records in the store.',
+  const endpoints = new Gauge({
+    name: 'clusterdns_recordbuilder_endpoints',
+    help: 'Endpoints held (published or not), from EndpointSlices or Endpoints.',
     registers: [registry],
   });
   const services = new Gauge({
@@ -71,9 +66,42 @@ export function createRecordBuilderMetrics(registry: Registry) {
     help: 'Services known to the store.',
     registers: [registry],
   });
-  const readyAnswers = new Gauge({
-    name: 'clusterdns_recordbuilder_ready_answers',
+  const cacheEntries = new Gauge({
+    name: 'clusterdns_recordbuilder_answer_cache_entries',
     help: 'Answers kept in wire form, ready to send.',
+    registers: [registry],
+  });
+  const cacheBytes = new Gauge({
+    name: 'clusterdns_recordbuilder_answer_cache_bytes',
+    help: 'Bytes the ready answers take (bounded by --answer-cache-mib).',
+    registers: [registry],
+  });
+  const backlog = new Gauge({
+    name: 'clusterdns_recordbuilder_event_backlog',
+    help: 'Objects read from the API whose latest state is not applied yet (one per object: bursts coalesce).',
+    registers: [registry],
+  });
+  const lag = new Gauge({
+    name: 'clusterdns_recordbuilder_event_lag_seconds',
+    help: 'Age of the oldest change read from the API and not yet in the answers; 0 when caught up.',
+    registers: [registry],
+  });
+  const coalesced = new Counter({
+    name: 'clusterdns_recordbuilder_events_coalesced_total',
+    help: 'Watch events replaced by a later state of the same object before they were applied.',
+    registers: [registry],
+  });
+  const eventDelay = new Histogram({
+    name: 'clusterdns_recordbuilder_event_delay_seconds',
+    help: 'From reading an object off the watch to its state being in the answers.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const programming = new Histogram({
+    name: 'clusterdns_recordbuilder_dns_programming_duration_seconds',
+    help: "DNS programming latency (CoreDNS's SLI): from an EndpointSlice's last-change-trigger-time to its records being in the answers, by service_kind.",
+    labelNames: ['service_kind'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
   });
   const watchErrors = new Counter({
@@ -127,6 +155,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
     return c;
   };
   const requestChildren = new Map<string, { inc(): void }>();
+  let coalescedSeen = 0;
 
   return {
     /** One message through the pipeline; `system` is kube-dns's split: auth (the zone) or reverse. */
@@ -152,11 +181,27 @@ export function createRecordBuilderMetrics(registry: Registry) {
       }
       child.inc();
     },
-    store(stats: { records: number; names: number; services: number; readyAnswers: number }): void {
-      records.set(stats.records);
-      names.set(stats.names);
+    store(stats: {
+      endpoints: number;
+      services: number;
+      cacheEntries: number;
+      cacheBytes: number;
+      backlog: number;
+      lagSeconds: number;
+      coalesced: number;
+    }): void {
+      endpoints.set(stats.endpoints);
       services.set(stats.services);
-      readyAnswers.set(stats.readyAnswers);
+      cacheEntries.set(stats.cacheEntries);
+      cacheBytes.set(stats.cacheBytes);
+      backlog.set(stats.backlog);
+      lag.set(stats.lagSeconds);
+      // The worker counts in total (and from 0 again after a restart); the counter follows it.
+      if (stats.coalesced > coalescedSeen) coalesced.inc(stats.coalesced - coalescedSeen);
+      coalescedSeen = stats.coalesced;
+    },
+    programmed(serviceKind: string, seconds: number): void {
+      programming.labels(serviceKind).observe(seconds);
     },
     watchError(resource: ResourceName): void {
       watchErrors.labels(resource).inc();
@@ -169,8 +214,9 @@ export function createRecordBuilderMetrics(registry: Registry) {
       lastSync.labels(resource).set(nowMs / 1000);
       watchHealthy.labels(resource).set(1);
     },
-    eventApplied(resource: ResourceName, durationNs: bigint): void {
+    eventApplied(resource: ResourceName, durationNs: bigint, delayMs: number): void {
       eventDuration.labels(resource).observe(Number(durationNs) / 1e9);
+      eventDelay.observe(delayMs / 1000);
     },
     ready(isReady: boolean): void {
       ready.set(isReady ? 1 : 0);

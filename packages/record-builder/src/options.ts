@@ -67,6 +67,11 @@ export const recordBuilderFlags = {
     },
   ),
   'edns-packet-max': ednsPacketMaxFlag(),
+  'answer-cache-mib': flag.int(
+    'memory for ready answers, in MiB: least recently asked out first; answers are built again on a miss',
+    32,
+    { min: 1, max: 65536 },
+  ),
   lameduck: flag.duration('after SIGTERM, fail readiness and keep answering this long before closing', 5_000),
   v: flag.int('log verbosity (kube-dns --v); 4 or more logs debug lines', 0, { min: 0 }),
   logtostderr: flag.accepted('accepted for kube-dns compatibility; logs always go to stdout as JSON lines'),
@@ -103,6 +108,7 @@ export interface RecordBuilderOptions {
   readonly transferTo: readonly string[];
   readonly dnsService: { namespace: string; name: string };
   readonly ednsPacketMax: number;
+  readonly answerCacheMib: number;
   readonly lameduckMs: number;
 }
 
@@ -131,6 +137,7 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     transferTo: Object.freeze([...values['transfer-to']]),
     dnsService: { namespace, name },
     ednsPacketMax: values['edns-packet-max'],
+    answerCacheMib: values['answer-cache-mib'],
     lameduckMs: values.lameduck,
   });
 }

@@ -1,21 +1,31 @@
 import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir, sleep } from '@cluster-dns/runtime';
 import { createQueryPipeline, type DnsListener, listenDns } from '@cluster-dns/wire';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { type ZoneView, zoneOf } from './answer-builder.js';
-import { createApiClient } from './api-client.js';
+import { createApiFeed } from './api-feed.js';
 import { dumpStore } from './cache-dump.js';
 import { ClusterState } from './cluster-state.js';
+import type { KubeConfigSource } from './kube-config-source.js';
 import { createRecordBuilderMetrics } from './metrics.js';
 import type { RecordBuilderOptions } from './options.js';
 import { createResponder } from './responder.js';
-import { createWatchers, type ResourceName, watchedResources } from './watchers.js';
+import { type ResourceName, watchedResources } from './watched-resources.js';
 
 export interface RecordBuilderDeps {
   log: Logger;
-  kubeConfig: KubeConfig;
+  /** Where the API is: loaded by the API worker, so client-node never runs on the answering thread. */
+  kube: KubeConfigSource;
   registry?: Registry;
 }
+
+/** Objects per list page: as client-go's reflector, so a large cluster is never one huge response. */
+export const LIST_PAGE_SIZE = 500;
+/**
+ * Updates per message from the API worker. Small batches keep each main-thread slice short and
+ * the worker reading the watch stream while one is applied; at 256, 1,000 events/s of real-shaped
+ * slices stalled the worker long enough for the test API server to close it as a slow watcher.
+ */
+export const MAX_BATCH = 16;
 
 export interface RecordBuilder {
   /** Binds and starts watching; resolves once listening. Ready comes later (see `whenReady`). */
@@ -43,7 +53,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
 
   const state: ClusterState = new ClusterState(
     { zone: options.zone, reverseZones: options.reverseZones, ttlSeconds: options.ttlSeconds },
-    (names) => responder.invalidate(names),
+    (owners) => responder.invalidate(owners),
   );
   const view: ZoneView = {
     zone: options.zone,
@@ -57,6 +67,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     view,
     isReady: () => ready,
     transferAllowed: (address) => options.transferTo.includes(address.replace(/^::ffff:/, '')),
+    answerCacheBytes: options.answerCacheMib * 1048576,
   });
   const handler = createQueryPipeline({
     handle: responder.handle,
@@ -70,25 +81,36 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   });
 
   const resources: ResourceName[] = watchedResources(options);
-  const watchers = createWatchers({
-    api: createApiClient(deps.kubeConfig),
+  const feed = createApiFeed({
     state,
-    resources,
     log,
+    worker: {
+      kube: deps.kube,
+      resources,
+      pageSize: LIST_PAGE_SIZE,
+      retryBaseMs: 500,
+      retryMaxMs: 30_000,
+      maxBatch: MAX_BATCH,
+      logLevel: log.level === 'debug' ? 'debug' : 'info',
+    },
     hooks: {
       onWatching: (r) => metrics.watching(r, Date.now()),
       onError: (r) => metrics.watchError(r),
       onRelist: (r, reason) => metrics.relisted(r, reason),
-      onEvent: (r, _type, ns) => metrics.eventApplied(r, ns),
+      onApplied: (r, ns, delayMs) => metrics.eventApplied(r, ns, delayMs),
+      onProgrammed: (kind, seconds) => metrics.programmed(kind, seconds),
     },
   });
 
   const metricsBody = async () => {
     metrics.store({
-      records: state.index.recordCount,
-      names: state.index.nameCount,
+      endpoints: state.endpointCount,
       services: state.serviceCount,
-      readyAnswers: responder.readyAnswerCount(),
+      cacheEntries: responder.cache.size,
+      cacheBytes: responder.cache.bytes,
+      backlog: feed.backlog(),
+      lagSeconds: feed.lagMs(Date.now()) / 1000,
+      coalesced: feed.coalesced(),
     });
     metrics.ready(ready && !draining);
     return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
@@ -97,19 +119,19 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   /** Waits for every resource's first list, or the timeout; then ready. Ends early on shutdown. */
   const becomeReady = async (ports: Record<string, number>) => {
     const started = Date.now();
-    while (!watchers.allSynced() && !draining && Date.now() - started < options.initialSyncTimeoutMs) {
-      await sleep(Math.min(50, options.initialSyncTimeoutMs));
+    while (!feed.allSynced() && !draining && Date.now() - started < options.initialSyncTimeoutMs) {
+      await sleep(Math.min(20, options.initialSyncTimeoutMs));
     }
     if (draining) return;
-    const synced = watchers.allSynced();
+    const synced = feed.allSynced();
     if (!synced) {
       log.warn('initial sync timed out; serving what is known', {
         timeoutMs: options.initialSyncTimeoutMs,
-        unsynced: resources.filter((r) => !watchers.isSynced(r)),
+        unsynced: resources.filter((r) => !feed.isSynced(r)),
       });
     }
     ready = true;
-    log.info('ready', { ...ports, services: state.serviceCount, records: state.index.recordCount, synced });
+    log.info('ready', { ...ports, services: state.serviceCount, endpoints: state.endpointCount, synced });
     markReady();
   };
 
@@ -131,25 +153,38 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         '/healthz': () => ({ status: 200, body: 'ok\n' }),
         '/cache': (_req, url) => ({
           status: 200,
-          body: JSON.stringify(dumpStore(state, url.searchParams.get('name') ?? undefined), null, 1),
+          body: JSON.stringify(dumpStore(view, url.searchParams.get('name') ?? undefined), null, 1),
           contentType: 'application/json',
         }),
         '/metrics': metricsBody,
-        // Only when started with node --expose-gc (the benchmark does): memory after a full GC.
-        '/debug/gc': () => {
+        // Only when started with node --expose-gc (the benchmark does): memory after a full GC,
+        // of both threads (the worker inherits the flag).
+        '/debug/gc': async () => {
           const gc = (globalThis as { gc?: () => void }).gc;
           if (!gc) return { status: 404, body: 'start node with --expose-gc to enable\n' };
           gc();
-          return { status: 200, body: JSON.stringify(process.memoryUsage()), contentType: 'application/json' };
+          const worker = await feed.gc();
+          const body = JSON.stringify({
+            ...process.memoryUsage(),
+            workerHeapUsed: worker.heapUsed,
+            workerHeapTotal: worker.heapTotal,
+          });
+          return { status: 200, body, contentType: 'application/json' };
         },
       });
       closers.push('healthz', () => healthz.close());
       const metricsHttp = await listenHttp(options.healthzHost, options.metricsPort, { '/metrics': metricsBody });
       closers.push('metrics', () => metricsHttp.close());
       const ports = { dnsPort: dns.port, healthzPort: healthz.port, metricsPort: metricsHttp.port };
-      log.info('listening', { ...ports, dnsAddress: options.dnsHost, zone: options.zone });
-      closers.push('watchers', () => watchers.stop());
-      watchers.start();
+      log.info('listening', {
+        ...ports,
+        dnsAddress: options.dnsHost,
+        zone: options.zone,
+        udpReceiveBufferBytes: dns.udpReceiveBufferBytes(),
+      });
+      closers.push('API worker', () => feed.stop());
+      const kube = await feed.start();
+      log.info('kubeconfig loaded', kube);
       void becomeReady(ports);
       return ports;
     },

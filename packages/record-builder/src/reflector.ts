@@ -11,6 +11,8 @@ export interface ObjectSink {
 export interface ReflectorHooks {
   /** A watch is open: the resource is current again (after the first list, or a resumed watch). */
   onWatching(): void;
+  /** The first full list has gone to the sink. */
+  onSynced(objects: number): void;
   onError(error: unknown): void;
   /** A list began again from scratch: at start, after 410 Gone, or after a failed watch start. */
   onRelist(reason: 'start' | 'expired' | 'error'): void;
@@ -27,6 +29,8 @@ export interface ReflectorOptions {
   /** Backoff between failed attempts: base, doubling to max. */
   retryBaseMs: number;
   retryMaxMs: number;
+  /** Keys (namespace/name) the sink holds already: the first list removes those it does not see. */
+  initialKnown?: readonly string[];
 }
 
 export interface Reflector {
@@ -52,7 +56,7 @@ export function createReflector(options: ReflectorOptions): Reflector {
   const { api, path, sink, hooks } = options;
   const log = options.log;
   /** Every object seen, with its resourceVersion: what a relist compares against. */
-  const known = new Map<string, string>();
+  const known = new Map<string, string>((options.initialKnown ?? []).map((key) => [key, '']));
   let version = '';
   let synced = false;
   let stopped = false;
@@ -148,7 +152,10 @@ export function createReflector(options: ReflectorOptions): Reflector {
           await list();
           if (stopped) return;
           relist = undefined;
-          if (!synced) log.info('synced', { path, objects: known.size });
+          if (!synced) {
+            log.info('synced', { path, objects: known.size });
+            hooks.onSynced(known.size);
+          }
           synced = true;
         }
         const ended = await watch();

@@ -1,16 +1,17 @@
 import {
   buildBareResponse,
   type DnsRequest,
-  encodeMessage,
+  FLAG,
   type Fqdn,
   finishFromTemplate,
+  MessageWriter,
   type ParsedQuery,
-  QCLASS,
   QTYPE,
   RCODE,
   type Reply,
 } from '@cluster-dns/wire';
 import { type AnswerParts, buildAnswer, type ZoneView, zoneOf } from './answer-builder.js';
+import { AnswerCache } from './answer-cache.js';
 import { buildZoneTransfer } from './zone-transfer.js';
 
 export interface ResponderOptions {
@@ -19,57 +20,48 @@ export interface ResponderOptions {
   isReady: () => boolean;
   /** Zone transfers (AXFR over TCP) are allowed from these client addresses only. */
   transferAllowed: (address: string) => boolean;
-  /** Bound on answers kept for names that change with any update (negative, synthesized). */
-  maxVolatileAnswers?: number;
+  /** Bytes of ready answers kept at most. */
+  answerCacheBytes?: number;
 }
 
 export interface Responder {
   /** The query pipeline's handler: a query that passed the checks every server makes. */
   handle(request: DnsRequest): Reply;
-  /** Drops the ready answers of these names; every change also drops the volatile ones. */
-  invalidate(names: readonly Fqdn[]): void;
-  readyAnswerCount(): number;
+  /** Drops the ready answers built from these Services, and every volatile one. */
+  invalidate(owners: readonly string[]): void;
+  readonly cache: AnswerCache;
 }
 
-const QR_AA = { qr: true, opcode: 0, aa: true, tc: false, rd: false, ra: false, ad: false, cd: false };
+/** An answer's wire form: ID 0, the canonical question, no OPT, as finishFromTemplate wants it. */
+export function encodeTemplate(q: ParsedQuery, parts: AnswerParts): Buffer {
+  const writer = new MessageWriter(256).question(q.key, q.qtype, q.qclass);
+  for (const rr of parts.answers) writer.record(1, rr);
+  for (const rr of parts.authorities) writer.record(2, rr);
+  for (const rr of parts.additionals) writer.record(3, rr);
+  return writer.finish(0, FLAG.QR | FLAG.AA | parts.rcode);
+}
 
 /**
- * Answers queries from ready wire-form replies per (name, type), built on first use and dropped
- * when the store changes, so a query costs a parse of the question, a lookup and a patch.
+ * Answers queries from ready answers per (name, type, class), built on first use from the compact
+ * store and dropped when a Service they came from changes: a query costs a parse of the question,
+ * a lookup and a patch; a miss, a build of that one name's records.
  */
 export function createResponder(options: ResponderOptions): Responder {
   const { view } = options;
-  const stable = new Map<Fqdn, Map<number, Buffer>>();
-  let volatile = new Map<string, Buffer>();
-  const maxVolatile = options.maxVolatileAnswers ?? 20_000;
-
-  const encodeTemplate = (q: ParsedQuery, parts: AnswerParts): Buffer =>
-    encodeMessage({
-      id: 0,
-      flags: { ...QR_AA, rcode: parts.rcode },
-      questions: [{ name: q.key, type: q.qtype, class: q.qclass }],
-      answers: parts.answers,
-      authorities: parts.authorities,
-      additionals: parts.additionals,
-    });
+  const cache = new AnswerCache(options.answerCacheBytes ?? 32 << 20);
 
   const templateFor = (q: ParsedQuery, zone: Fqdn): Buffer => {
-    const byType = q.qclass === QCLASS.IN ? stable.get(q.key) : undefined;
-    const hit = byType?.get(q.qtype) ?? volatile.get(`${q.key}|${q.qtype}|${q.qclass}`);
+    const key = `${q.key}|${q.qtype}|${q.qclass}`;
+    const hit = cache.get(key);
     if (hit) return hit;
     const parts = buildAnswer(view, zone, q.key, q.qtype);
     const template = encodeTemplate(q, parts);
-    if (parts.stable && q.qclass === QCLASS.IN) {
-      if (byType) byType.set(q.qtype, template);
-      else stable.set(q.key, new Map([[q.qtype, template]]));
-    } else {
-      if (volatile.size >= maxVolatile) volatile = new Map();
-      volatile.set(`${q.key}|${q.qtype}|${q.qclass}`, template);
-    }
+    cache.set(key, template, parts.owners, parts.stable);
     return template;
   };
 
   return {
+    cache,
     handle(request) {
       const { query: q, context } = request;
       const bare = (rcode: number, authoritative = false) =>
@@ -90,10 +82,6 @@ export function createResponder(options: ResponderOptions): Responder {
         udpPayloadBytes: request.udpPayloadBytes,
       });
     },
-    invalidate(names) {
-      for (const name of names) stable.delete(name);
-      volatile = new Map();
-    },
-    readyAnswerCount: () => volatile.size + [...stable.values()].reduce((n, m) => n + m.size, 0),
+    invalidate: (owners) => cache.invalidate(owners),
   };
 }

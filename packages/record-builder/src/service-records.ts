@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { type Fqdn, QCLASS, QTYPE, type Rr, reverseNameOf, toFqdn } from '@cluster-dns/wire';
-import type { EndpointGroup, EndpointInfo, ServiceInfo, ServicePort } from './cluster-model.js';
+import type { EndpointGroup, ServiceInfo, ServicePort } from './cluster-model.js';
+import { addressesOf, endpointLabel, isPublished } from './endpoint-group.js';
 
 /** Every record one Service contributes to the zone, by owner name. */
 export type RecordSet = Map<Fqdn, Rr[]>;
@@ -14,115 +15,173 @@ export interface RecordContext {
 /** kube-dns's SRV priority; weights share 100 among the records of one RRset. */
 export const SRV_PRIORITY = 10;
 
-/** The endpoints of a Service that DNS publishes: ready ones, or all live ones with publishNotReady. */
-export function publishedEndpoints(service: ServiceInfo, groups: Iterable<EndpointGroup>) {
-  const out: Array<{ endpoint: EndpointInfo; group: EndpointGroup }> = [];
-  for (const group of groups) {
-    for (const endpoint of group.endpoints) {
-      const published = service.publishNotReady ? !endpoint.terminating || endpoint.ready : endpoint.ready;
-      if (published && endpoint.addresses.length > 0) out.push({ endpoint, group });
-    }
-  }
-  return out;
-}
-
-/**
- * The label of an endpoint that has no hostname: its address with dashes (`10-244-1-11`,
- * `fd00--1`), as CoreDNS does. Stable for the endpoint's life and resolvable.
- */
-export function endpointLabel(endpoint: EndpointInfo): string {
-  return endpoint.hostname ?? (endpoint.addresses[0] as string).replace(/[.:]/g, '-');
-}
+export const baseNameOf = (service: ServiceInfo, zone: Fqdn) =>
+  toFqdn(`${service.name}.${service.namespace}.svc.${zone}`);
+const portOwner = (p: ServicePort, base: Fqdn) => toFqdn(`_${p.name}._${p.protocol}.${base}`);
 
 function addressRr(name: Fqdn, ip: string, ttl: number): Rr {
-  return { name, type: isIP(ip) === 6 ? QTYPE.AAAA : QTYPE.A, class: QCLASS.IN, ttl, address: ip };
-}
-
-/**
- * The records one published endpoint contributes (owner names and records, side by side), reused
- * while it is unchanged. Kept lean: there is one per endpoint, 100,000 in a large cluster.
- */
-interface Fragment {
-  readonly names: readonly Fqdn[];
-  readonly rrs: readonly Rr[];
-}
-
-/**
- * Fragments of one Service's endpoints by endpoint identity. A rebuild takes the unchanged ones
- * from the last build instead of making their records again: an EndpointSlice event that flips
- * one endpoint of a hundred then allocates one endpoint's records, and the store's diff finds the
- * other names unchanged by identity.
- */
-export interface FragmentCache {
-  previous: ReadonlyMap<string, Fragment>;
-  next: Map<string, Fragment>;
-}
-
-const portSignatures = new WeakMap<EndpointGroup, string>();
-function portSignature(group: EndpointGroup): string {
-  let sig = portSignatures.get(group);
-  if (sig === undefined) {
-    sig = group.ports.map((p) => `${p.name}/${p.protocol}/${p.port}`).join(',');
-    portSignatures.set(group, sig);
-  }
-  return sig;
-}
-
-function endpointFragment(endpoint: EndpointInfo, group: EndpointGroup, base: Fqdn, ttl: number): Fragment {
-  const names: Fqdn[] = [];
-  const rrs: Rr[] = [];
-  const add = (name: Fqdn, rr: Rr) => {
-    names.push(name);
-    rrs.push(rr);
-  };
-  const host = toFqdn(`${endpointLabel(endpoint)}.${base}`);
-  for (const ip of endpoint.addresses) {
-    add(base, addressRr(base, ip, ttl));
-    add(host, addressRr(host, ip, ttl));
-    if (endpoint.hostname)
-      add(reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: host });
-  }
-  // Endpoint ports come from the slice; a port the Service names but the slice lacks has no SRV.
-  for (const p of group.ports) {
-    add(base, srv(base, p.port, host, ttl));
-    if (p.name) add(portOwner(p, base), srv(portOwner(p, base), p.port, host, ttl));
-  }
-  return { names, rrs };
-}
-
-/**
- * Records being built, with the data already at each name, so a duplicate (the same IP in two
- * endpoints, two endpoints with one hostname) is one record. The check uses strings the records
- * already hold, not new keys: this runs for every record of every rebuilt Service.
- */
-class RecordSetBuilder {
-  readonly set: RecordSet = new Map();
-  private readonly seen = new Map<Fqdn, Map<string, Rr[]>>();
-
-  push(name: Fqdn, rr: Rr): void {
-    const data = rr.address ?? rr.target ?? '';
-    let byData = this.seen.get(name);
-    if (!byData) {
-      byData = new Map();
-      this.seen.set(name, byData);
-      this.set.set(name, []);
-    }
-    const same = byData.get(data);
-    if (same) {
-      if (same.some((r) => r.type === rr.type && r.port === rr.port)) return;
-      same.push(rr);
-    } else byData.set(data, [rr]);
-    (this.set.get(name) as Rr[]).push(rr);
-  }
+  return isIP(ip) === 6
+    ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl, address: ip }
+    : { name, type: QTYPE.A, class: QCLASS.IN, ttl, address: ip };
 }
 
 function srv(name: Fqdn, port: number, target: Fqdn, ttl: number): Rr {
   return { name, type: QTYPE.SRV, class: QCLASS.IN, ttl, priority: SRV_PRIORITY, weight: 0, port, target };
 }
 
+/** Records at one name, a duplicate (the same IP in two endpoints, one hostname twice) kept once. */
+class RecordList {
+  readonly rrs: Rr[] = [];
+  private readonly seen = new Set<string>();
+
+  push(rr: Rr): void {
+    const key = `${rr.type}|${rr.address ?? rr.target ?? ''}|${rr.port ?? ''}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.rrs.push(rr);
+  }
+}
+
+/** Each published endpoint of a headless Service: its group, index and label. */
+function* publishedEndpoints(service: ServiceInfo, groups: Iterable<EndpointGroup>) {
+  for (const group of groups) {
+    for (let i = 0; i < group.count; i++) {
+      if (isPublished(service, group, i)) yield { group, i };
+    }
+  }
+}
+
+/** The records at `<svc>.<ns>.svc.<zone>`: A/AAAA (cluster IPs or endpoints), SRV per port, or a CNAME. */
+export function baseRecords(service: ServiceInfo, groups: Iterable<EndpointGroup>, ctx: RecordContext): Rr[] {
+  const base = baseNameOf(service, ctx.zone);
+  const out = new RecordList();
+  const ttl = ctx.ttlSeconds;
+  if (service.kind === 'external-name') {
+    if (service.externalName)
+      out.push({ name: base, type: QTYPE.CNAME, class: QCLASS.IN, ttl, target: toFqdn(service.externalName) });
+    return out.rrs;
+  }
+  if (service.kind === 'cluster-ip') {
+    for (const ip of service.clusterIPs) out.push(addressRr(base, ip, ttl));
+    if (service.clusterIPs.length > 0) for (const p of service.ports) out.push(srv(base, p.port, base, ttl));
+    return out.rrs;
+  }
+  for (const { group, i } of publishedEndpoints(service, groups)) {
+    for (const ip of addressesOf(group, i)) out.push(addressRr(base, ip, ttl));
+    const host = toFqdn(`${endpointLabel(group, i)}.${base}`);
+    for (const p of group.ports) out.push(srv(base, p.port, host, ttl));
+  }
+  return out.rrs;
+}
+
+/** The records at `<label>.<svc>.<ns>.svc.<zone>` of a headless Service, or undefined when none. */
+export function hostRecords(
+  service: ServiceInfo,
+  groups: Iterable<EndpointGroup>,
+  label: string,
+  ctx: RecordContext,
+): Rr[] | undefined {
+  if (service.kind !== 'headless') return undefined;
+  const host = toFqdn(`${label}.${baseNameOf(service, ctx.zone)}`);
+  const out = new RecordList();
+  for (const { group, i } of publishedEndpoints(service, groups)) {
+    if (endpointLabel(group, i) !== label) continue;
+    for (const ip of addressesOf(group, i)) out.push(addressRr(host, ip, ctx.ttlSeconds));
+  }
+  return out.rrs.length ? out.rrs : undefined;
+}
+
+/** Every endpoint name of a headless Service and its records, in one pass (SRV glue). */
+export function hostRecordsByLabel(
+  service: ServiceInfo,
+  groups: Iterable<EndpointGroup>,
+  ctx: RecordContext,
+): Map<string, Rr[]> {
+  const base = baseNameOf(service, ctx.zone);
+  const lists = new Map<string, RecordList>();
+  if (service.kind !== 'headless') return new Map();
+  for (const { group, i } of publishedEndpoints(service, groups)) {
+    const label = endpointLabel(group, i);
+    let list = lists.get(label);
+    if (!list) {
+      list = new RecordList();
+      lists.set(label, list);
+    }
+    const host = toFqdn(`${label}.${base}`);
+    for (const ip of addressesOf(group, i)) list.push(addressRr(host, ip, ctx.ttlSeconds));
+  }
+  return new Map([...lists].map(([label, list]) => [label, list.rrs]));
+}
+
+/** The SRV records at `_<port>._<proto>.<svc>.<ns>.svc.<zone>`, or undefined when none. */
+export function portRecords(
+  service: ServiceInfo,
+  groups: Iterable<EndpointGroup>,
+  portName: string,
+  protocol: string,
+  ctx: RecordContext,
+): Rr[] | undefined {
+  const base = baseNameOf(service, ctx.zone);
+  const owner = toFqdn(`_${portName}._${protocol}.${base}`);
+  const out = new RecordList();
+  const matches = (p: ServicePort) => p.name !== '' && p.name === portName && p.protocol === protocol;
+  if (service.kind === 'cluster-ip') {
+    if (service.clusterIPs.length > 0)
+      for (const p of service.ports) if (matches(p)) out.push(srv(owner, p.port, base, ctx.ttlSeconds));
+  } else if (service.kind === 'headless') {
+    for (const { group, i } of publishedEndpoints(service, groups)) {
+      const host = toFqdn(`${endpointLabel(group, i)}.${base}`);
+      for (const p of group.ports) if (matches(p)) out.push(srv(owner, p.port, host, ctx.ttlSeconds));
+    }
+  }
+  return out.rrs.length ? out.rrs : undefined;
+}
+
+/** Whether `_<proto>.<svc>…` has names below it: an empty non-terminal (NODATA) rather than NXDOMAIN. */
+export function protocolHasPorts(service: ServiceInfo, groups: Iterable<EndpointGroup>, protocol: string): boolean {
+  if (service.kind === 'cluster-ip')
+    return service.clusterIPs.length > 0 && service.ports.some((p) => p.name && p.protocol === protocol);
+  if (service.kind !== 'headless') return false;
+  for (const { group } of publishedEndpoints(service, groups))
+    if (group.ports.some((p) => p.name && p.protocol === protocol)) return true;
+  return false;
+}
+
+/**
+ * The addresses a Service has PTR records for: its cluster IPs, or the addresses of its published
+ * endpoints that have a hostname (spec §2.4.3). The reverse index is kept from these.
+ */
+export function ptrAddresses(service: ServiceInfo, groups: Iterable<EndpointGroup>): string[] {
+  if (service.kind === 'cluster-ip') return [...service.clusterIPs];
+  if (service.kind !== 'headless') return [];
+  const out: string[] = [];
+  for (const { group, i } of publishedEndpoints(service, groups)) {
+    if (group.hostnames?.[i]) out.push(...addressesOf(group, i));
+  }
+  return out;
+}
+
+/** The names a Service's PTR records for `ip` point at (one per endpoint with that address). */
+export function ptrTargets(
+  service: ServiceInfo,
+  groups: Iterable<EndpointGroup>,
+  ip: string,
+  ctx: RecordContext,
+): Fqdn[] {
+  const base = baseNameOf(service, ctx.zone);
+  if (service.kind === 'cluster-ip') return service.clusterIPs.includes(ip) ? [base] : [];
+  if (service.kind !== 'headless') return [];
+  const out = new Set<Fqdn>();
+  for (const { group, i } of publishedEndpoints(service, groups)) {
+    const hostname = group.hostnames?.[i];
+    if (hostname && addressesOf(group, i).includes(ip)) out.add(toFqdn(`${hostname}.${base}`));
+  }
+  return [...out];
+}
+
 /**
  * SRV weights as kube-dns gives them: floor(100 / N) for the N records of one RRset. They depend
- * on the whole RRset, so stored records carry none and answers get them here, when encoded.
+ * on the whole RRset, so generated records carry none and answers get them here.
  */
 export function withSrvWeights(rrs: readonly Rr[]): Rr[] {
   let count = 0;
@@ -132,49 +191,42 @@ export function withSrvWeights(rrs: readonly Rr[]): Rr[] {
   return rrs.map((r) => (r.type === QTYPE.SRV && r.weight !== weight ? { ...r, weight } : r));
 }
 
-const portOwner = (p: ServicePort, base: Fqdn) => toFqdn(`_${p.name}._${p.protocol}.${base}`);
-
-/** Builds the A/AAAA, SRV, CNAME and PTR records of one Service (spec schema 1.1.0). */
+/**
+ * Every record of one Service, by name (spec schema 1.1.0): for the zone transfer, the /cache dump
+ * and change journals. Answers do not go through this: they build only the name asked.
+ */
 export function buildServiceRecords(
   service: ServiceInfo,
-  groups: Iterable<EndpointGroup>,
-  context: RecordContext,
-  fragments: FragmentCache = { previous: new Map(), next: new Map() },
+  groups: readonly EndpointGroup[],
+  ctx: RecordContext,
 ): RecordSet {
-  const builder = new RecordSetBuilder();
-  const set = builder.set;
-  const push = (name: Fqdn, rr: Rr) => builder.push(name, rr);
-  const ttl = context.ttlSeconds;
-  const base = toFqdn(`${service.name}.${service.namespace}.svc.${context.zone}`);
-
-  if (service.kind === 'external-name') {
-    if (service.externalName) {
-      push(base, { name: base, type: QTYPE.CNAME, class: QCLASS.IN, ttl, target: toFqdn(service.externalName) });
+  const set: RecordSet = new Map();
+  const put = (name: Fqdn, rrs: Rr[] | undefined) => {
+    if (rrs?.length) set.set(name, rrs);
+  };
+  const base = baseNameOf(service, ctx.zone);
+  put(base, baseRecords(service, groups, ctx));
+  if (service.kind === 'external-name') return set;
+  const portKeys = new Map<string, ServicePort>();
+  if (service.kind === 'cluster-ip')
+    for (const p of service.ports) if (p.name) portKeys.set(`${p.name}/${p.protocol}`, p);
+  const labels = new Set<string>();
+  if (service.kind === 'headless') {
+    for (const { group, i } of publishedEndpoints(service, groups)) {
+      labels.add(endpointLabel(group, i));
+      for (const p of group.ports) if (p.name) portKeys.set(`${p.name}/${p.protocol}`, p);
     }
-    return set;
   }
-
-  if (service.kind === 'cluster-ip') {
-    for (const ip of service.clusterIPs) {
-      push(base, addressRr(base, ip, ttl));
-      push(reverseNameOf(ip), { name: reverseNameOf(ip), type: QTYPE.PTR, class: QCLASS.IN, ttl, target: base });
-    }
-    if (service.clusterIPs.length > 0) {
-      for (const p of service.ports) {
-        push(base, srv(base, p.port, base, ttl));
-        if (p.name) push(portOwner(p, base), srv(portOwner(p, base), p.port, base, ttl));
-      }
-    }
-    return set;
-  }
-
-  // Headless: the endpoints themselves.
-  for (const { endpoint, group } of publishedEndpoints(service, groups)) {
-    const key = `${endpoint.hostname ?? ''}|${endpoint.addresses.join(',')}|${portSignature(group)}`;
-    let fragment = fragments.next.get(key) ?? fragments.previous.get(key);
-    if (!fragment) fragment = endpointFragment(endpoint, group, base, ttl);
-    fragments.next.set(key, fragment);
-    for (let i = 0; i < fragment.rrs.length; i++) builder.push(fragment.names[i] as Fqdn, fragment.rrs[i] as Rr);
+  for (const label of labels) put(toFqdn(`${label}.${base}`), hostRecords(service, groups, label, ctx));
+  for (const p of portKeys.values()) put(portOwner(p, base), portRecords(service, groups, p.name, p.protocol, ctx));
+  for (const ip of new Set(ptrAddresses(service, groups))) {
+    const name = reverseNameOf(ip);
+    put(
+      name,
+      ptrTargets(service, groups, ip, ctx).map(
+        (target): Rr => ({ name, type: QTYPE.PTR, class: QCLASS.IN, ttl: ctx.ttlSeconds, target }),
+      ),
+    );
   }
   return set;
 }

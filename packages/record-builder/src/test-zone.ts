@@ -12,6 +12,7 @@ import {
 import type { ZoneView } from './answer-builder.js';
 import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
 import { ClusterState } from './cluster-state.js';
+import { packEndpointGroup } from './endpoint-group.js';
 import type { PodsMode } from './pod-records.js';
 import { createResponder, type Responder } from './responder.js';
 
@@ -24,7 +25,7 @@ export function createTestZone(
   const zone = toFqdn('cluster.local');
   const state = new ClusterState(
     { zone, reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')], ttlSeconds: options.ttl ?? 30 },
-    (names) => responder?.invalidate(names),
+    (owners) => responder?.invalidate(owners),
     () => 1_700_000_000_000,
   );
   const view: ZoneView = {
@@ -90,15 +91,13 @@ export const group = (
   endpoints: Array<{ ip: string; ready?: boolean; hostname?: string; terminating?: boolean }>,
   ports: EndpointGroup['ports'] = [],
   name = `${serviceName}-abc`,
-): EndpointGroup => ({
-  namespace,
-  name,
-  serviceName,
-  endpoints: endpoints.map((e) => ({
-    addresses: [e.ip],
-    ready: e.ready ?? true,
-    terminating: e.terminating ?? false,
-    hostname: e.hostname,
-  })),
-  ports,
-});
+): EndpointGroup =>
+  packEndpointGroup(
+    { namespace, name, serviceName, ports },
+    endpoints.map((e) => ({
+      addresses: [e.ip],
+      ready: e.ready ?? true,
+      terminating: e.terminating ?? false,
+      hostname: e.hostname,
+    })),
+  );

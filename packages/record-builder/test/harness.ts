@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  type ApiServerOptions,
   type KubeObject,
   type LaunchedProcess,
   launchProcess,
@@ -44,9 +45,13 @@ export interface RecordBuilderUnderTest {
 export async function startRecordBuilder(
   objects: readonly KubeObject[],
   args: readonly string[] = [],
-  options: { waitForReady?: boolean; beforeStart?: (api: TestApiServer) => void } = {},
+  options: {
+    waitForReady?: boolean;
+    beforeStart?: (api: TestApiServer) => void;
+    api?: Omit<ApiServerOptions, 'objects'>;
+  } = {},
 ): Promise<RecordBuilderUnderTest> {
-  const api = await startApiServer({ objects });
+  const api = await startApiServer({ ...options.api, objects });
   cleanups.push(() => api.close());
   options.beforeStart?.(api);
   const dir = await mkdtemp(join(tmpdir(), 'rb-test-'));

@@ -1,0 +1,56 @@
+import type { EndpointGroup, PodInfo, ServiceInfo } from './cluster-model.js';
+import type { KubeConfigSource } from './kube-config-source.js';
+
+/** What the reflectors watch. */
+export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods';
+
+/** The latest state of one object: null when it was deleted. */
+export interface FeedUpdate {
+  readonly resource: ResourceName;
+  readonly namespace: string;
+  readonly name: string;
+  readonly value: ServiceInfo | EndpointGroup | PodInfo | null;
+  /** When the API worker read it off the watch or list (ms since epoch). */
+  readonly readAtMs: number;
+}
+
+/** Facts about a resource's watch, delivered after the updates read before them. */
+export type FeedMarker =
+  | { readonly kind: 'synced'; readonly resource: ResourceName; readonly objects: number }
+  | { readonly kind: 'watching'; readonly resource: ResourceName }
+  | { readonly kind: 'error'; readonly resource: ResourceName }
+  | { readonly kind: 'relist'; readonly resource: ResourceName; readonly reason: string };
+
+/** Worker → main. */
+export type WorkerMessage =
+  | { readonly type: 'configured'; readonly from: string; readonly server: string }
+  | { readonly type: 'fatal'; readonly message: string; readonly code: string; readonly hint?: string }
+  | { readonly type: 'gc-done'; readonly heapUsed: number; readonly heapTotal: number }
+  | {
+      readonly type: 'batch';
+      readonly updates: readonly FeedUpdate[];
+      readonly markers: readonly FeedMarker[];
+      /** Updates still waiting in the worker after this batch. */
+      readonly pending: number;
+      /** Events replaced by a later state of the same object before they were sent, so far. */
+      readonly coalesced: number;
+      /** When the oldest update still waiting in the worker was read; 0 when none. */
+      readonly oldestPendingMs: number;
+    };
+
+/** Main → worker: a batch is applied, send the next; or run a full GC (benchmarks, --expose-gc). */
+export type MainMessage = { readonly type: 'ack' } | { readonly type: 'gc' };
+
+/** What the worker is started with. */
+export interface WorkerConfig {
+  readonly kube: KubeConfigSource;
+  readonly resources: readonly ResourceName[];
+  readonly pageSize: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  /** Updates per batch at most. */
+  readonly maxBatch: number;
+  /** Objects the store holds already (after a worker restart): a relist drops those gone. */
+  readonly known: Partial<Record<ResourceName, readonly string[]>>;
+  readonly logLevel: 'info' | 'debug';
+}

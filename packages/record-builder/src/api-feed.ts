@@ -1,0 +1,182 @@
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '@cluster-dns/runtime';
+import type { FeedMarker, FeedUpdate, ResourceName, WorkerConfig, WorkerMessage } from './api-feed-protocol.js';
+import type { EndpointGroup, PodInfo, ServiceInfo } from './cluster-model.js';
+import type { ClusterState } from './cluster-state.js';
+import { KubeConfigError } from './kube-config-source.js';
+
+export interface ApiFeedHooks {
+  onWatching(resource: ResourceName): void;
+  onError(resource: ResourceName): void;
+  onRelist(resource: ResourceName, reason: string): void;
+  /** One update applied: how long it took here, and how long since the worker read it. */
+  onApplied(resource: ResourceName, durationNs: bigint, delayMs: number): void;
+  /** An EndpointSlice with a last-change-trigger-time applied: the DNS programming latency. */
+  onProgrammed(serviceKind: string, seconds: number): void;
+}
+
+export interface ApiFeedOptions {
+  state: ClusterState;
+  worker: Omit<WorkerConfig, 'known'>;
+  log: Logger;
+  hooks: ApiFeedHooks;
+  /** How long a slice of updates may hold the main thread before queries get their turn. */
+  budgetMs?: number;
+}
+
+export interface ApiFeed {
+  /** Starts the API worker; resolves once it has loaded the kubeconfig (rejects if it cannot). */
+  start(): Promise<{ from: string; server: string }>;
+  isSynced(resource: ResourceName): boolean;
+  allSynced(): boolean;
+  /** Updates read from the API and not yet applied (in the worker and here). */
+  backlog(): number;
+  /** Age of the oldest of those, in ms (0 when none). */
+  lagMs(nowMs: number): number;
+  /** Events replaced by a later state of their object before being applied. */
+  coalesced(): number;
+  /** Runs a full GC in the worker (node --expose-gc) and gives its heap after it. */
+  gc(): Promise<{ heapUsed: number; heapTotal: number }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The main thread's end of the API worker (api-worker.ts): applies the updates it sends to the
+ * store in slices of `budgetMs`, between which queries are answered, then asks for the next batch.
+ * A worker that dies is started again; it relists, and drops what is gone meanwhile.
+ */
+export function createApiFeed(options: ApiFeedOptions): ApiFeed {
+  const { state, log, hooks } = options;
+  const budgetMs = options.budgetMs ?? 2;
+  const synced = new Set<ResourceName>();
+  let worker: Worker | undefined;
+  let stopping = false;
+  let restarts = 0;
+  let queue: readonly FeedUpdate[] = [];
+  let position = 0;
+  let markers: readonly FeedMarker[] = [];
+  let workerPending = 0;
+  let workerOldestMs = 0;
+  let coalesced = 0;
+  const gcWaiters: Array<(heap: { heapUsed: number; heapTotal: number }) => void> = [];
+
+  const apply = (u: FeedUpdate) => {
+    const t0 = process.hrtime.bigint();
+    switch (u.resource) {
+      case 'services':
+        if (u.value) state.upsertService(u.value as ServiceInfo);
+        else state.deleteService(u.namespace, u.name);
+        break;
+      case 'endpointslices':
+      case 'endpoints': {
+        const group = u.value as EndpointGroup | null;
+        if (group) state.upsertGroup(group);
+        else state.deleteGroup(u.namespace, u.name);
+        if (group?.triggerTimeMs) {
+          const kind = state.service(group.namespace, group.serviceName)?.kind ?? 'unknown';
+          hooks.onProgrammed(kind, Math.max(0, Date.now() - group.triggerTimeMs) / 1000);
+        }
+        break;
+      }
+      case 'pods':
+        if (u.value) state.upsertPod(u.value as PodInfo);
+        else state.deletePod(u.namespace, u.name);
+        break;
+    }
+    hooks.onApplied(u.resource, process.hrtime.bigint() - t0, Date.now() - u.readAtMs);
+  };
+
+  const marker = (m: FeedMarker) => {
+    if (m.kind === 'synced') synced.add(m.resource);
+    else if (m.kind === 'watching') hooks.onWatching(m.resource);
+    else if (m.kind === 'error') hooks.onError(m.resource);
+    else hooks.onRelist(m.resource, m.reason);
+  };
+
+  const drain = () => {
+    const deadline = performance.now() + budgetMs;
+    while (position < queue.length) {
+      apply(queue[position++] as FeedUpdate);
+      if (position < queue.length && performance.now() > deadline) {
+        setImmediate(drain);
+        return;
+      }
+    }
+    for (const m of markers) marker(m);
+    queue = [];
+    markers = [];
+    position = 0;
+    worker?.postMessage({ type: 'ack' });
+  };
+
+  const known = (): WorkerConfig['known'] => ({
+    services: state.serviceKeys(),
+    endpointslices: state.groupKeys(),
+    endpoints: state.groupKeys(),
+    pods: state.podKeys(),
+  });
+
+  const spawn = () =>
+    new Promise<{ from: string; server: string }>((resolve, reject) => {
+      const config: WorkerConfig = { ...options.worker, known: restarts > 0 ? known() : {} };
+      const w = new Worker(new URL('./api-worker.js', import.meta.url), { workerData: config });
+      worker = w;
+      let configured = false;
+      w.on('message', (message: WorkerMessage) => {
+        if (message.type === 'configured') {
+          configured = true;
+          resolve({ from: message.from, server: message.server });
+        } else if (message.type === 'fatal') {
+          reject(new KubeConfigError(message.message, { hint: message.hint }));
+        } else if (message.type === 'gc-done') {
+          for (const w of gcWaiters.splice(0)) w({ heapUsed: message.heapUsed, heapTotal: message.heapTotal });
+        } else {
+          queue = message.updates;
+          markers = message.markers;
+          position = 0;
+          workerPending = message.pending;
+          workerOldestMs = message.oldestPendingMs;
+          coalesced = message.coalesced;
+          drain();
+        }
+      });
+      w.on('error', (error) => log.error('API worker failed', { err: error }));
+      w.on('exit', (code) => {
+        if (worker === w) worker = undefined;
+        if (stopping) return;
+        if (!configured) {
+          reject(new KubeConfigError(`the API worker exited with ${code} before it was configured`));
+          return;
+        }
+        // Its store stays served; a new worker lists again and drops what is gone.
+        const delayMs = Math.min(30_000, 500 * 2 ** Math.min(restarts++, 6));
+        log.error('API worker exited; starting a new one', { code, delayMs });
+        setTimeout(() => {
+          if (!stopping) spawn().catch((error) => log.error('API worker restart failed', { err: error }));
+        }, delayMs).unref();
+      });
+    });
+
+  return {
+    start: spawn,
+    isSynced: (resource) => synced.has(resource),
+    allSynced: () => options.worker.resources.every((r) => synced.has(r)),
+    backlog: () => workerPending + (queue.length - position),
+    lagMs: (nowMs) => {
+      const oldestHere = position < queue.length ? (queue[position] as FeedUpdate).readAtMs : 0;
+      const oldest = [oldestHere, workerPending > 0 ? workerOldestMs : 0].filter((t) => t > 0);
+      return oldest.length ? Math.max(0, nowMs - Math.min(...oldest)) : 0;
+    },
+    coalesced: () => coalesced,
+    gc: () =>
+      new Promise((resolve) => {
+        if (!worker) return resolve({ heapUsed: 0, heapTotal: 0 });
+        gcWaiters.push(resolve);
+        worker.postMessage({ type: 'gc' });
+      }),
+    stop: async () => {
+      stopping = true;
+      await worker?.terminate();
+    },
+  };
+}

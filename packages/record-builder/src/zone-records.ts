@@ -1,0 +1,157 @@
+import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
+import type { ZoneView } from './answer-builder.js';
+import { serviceKey } from './cluster-model.js';
+import { SCHEMA_VERSION } from './cluster-state.js';
+import { parsePodName } from './pod-records.js';
+import { baseRecords, hostRecords, portRecords, protocolHasPorts, ptrTargets } from './service-records.js';
+
+/** What is at one name of our zones. */
+export interface NameRecords {
+  /** Records at the name; undefined or empty when it has none. */
+  readonly rrs: Rr[] | undefined;
+  /** True when the name exists: records, or names below it (an empty non-terminal: NODATA). */
+  readonly exists: boolean;
+  /** Services whose change can change what is at this name. */
+  readonly owners: readonly string[];
+  /**
+   * True when this stays valid until one of `owners` changes; false when any change may alter it
+   * (the apex with its serial, pods under --pods=verified, existence of names not yet built).
+   */
+  readonly stable: boolean;
+}
+
+const none = (exists: boolean, stable = false): NameRecords => ({ rrs: undefined, exists, owners: [], stable });
+
+/** What is at `name`, in the cluster zone or a reverse zone. */
+export function recordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
+  return zone === view.zone ? clusterRecordsAt(view, name) : reverseRecordsAt(view, zone, name);
+}
+
+function clusterRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
+  const { state } = view;
+  const ttl = view.ttlSeconds;
+  const labels = labelsOf(name);
+  const below = labels.slice(0, labels.length - labelsOf(view.zone).length);
+  const n = below.length;
+  if (n === 0) {
+    const ns: Rr = { name, type: QTYPE.NS, class: QCLASS.IN, ttl, target: toFqdn(`ns.dns.${view.zone}`) };
+    return { rrs: [soaRecord(view, view.zone), ns], exists: true, owners: [], stable: false };
+  }
+  const top = below[n - 1] as string;
+  if (n === 1 && top === 'dns-version') {
+    const txt: Rr = { name, type: QTYPE.TXT, class: QCLASS.IN, ttl, text: [SCHEMA_VERSION] };
+    return { rrs: [txt], exists: true, owners: [], stable: true };
+  }
+  if (top === 'dns') return dnsRecordsAt(view, name, below);
+  if (top === 'pod') return podRecordsAt(view, name);
+  if (top !== 'svc') return none(false);
+  if (n === 1) return none(state.hasServices());
+  const namespace = below[n - 2] as string;
+  if (n === 2) return none(state.namespaceHasServices(namespace));
+  const key = serviceKey(namespace, below[n - 3] as string);
+  const service = state.serviceByKey(key);
+  if (!service || n > 5) return none(false);
+  const groups = state.groupsOf(key);
+  const owned = (rrs: Rr[] | undefined, exists = rrs !== undefined && rrs.length > 0): NameRecords => ({
+    rrs,
+    exists,
+    owners: [key],
+    stable: true,
+  });
+  // The base name has names below it only when it has records itself: without published
+  // endpoints a headless Service's name does not exist (NXDOMAIN, spec §2.4.1).
+  if (n === 3) return owned(baseRecords(service, groups, view));
+  const first = below[0] as string;
+  if (service.kind === 'external-name') return owned(undefined, false);
+  if (n === 4) {
+    if (first.startsWith('_')) return owned(undefined, protocolHasPorts(service, groups, first.slice(1)));
+    return owned(hostRecords(service, groups, first, view));
+  }
+  const second = below[1] as string;
+  if (!first.startsWith('_') || !second.startsWith('_')) return owned(undefined, false);
+  return owned(portRecords(service, groups, first.slice(1), second.slice(1), view));
+}
+
+/** `ns.dns.<zone>`: the NS target, resolving to the DNS Service's cluster IPs; `dns.<zone>` above it. */
+function dnsRecordsAt(view: ZoneView, name: Fqdn, below: readonly string[]): NameRecords {
+  if (below.length === 1) return none(true, true);
+  if (below.length !== 2 || below[0] !== 'ns') return none(false);
+  if (!view.dnsService) return none(true, true);
+  const key = serviceKey(view.dnsService.namespace, view.dnsService.name);
+  const svc = view.state.serviceByKey(key);
+  const rrs = (svc?.clusterIPs ?? []).map(
+    (ip): Rr =>
+      ip.includes(':')
+        ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip }
+        : { name, type: QTYPE.A, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip },
+  );
+  return { rrs, exists: true, owners: [key], stable: true };
+}
+
+/** `<a-b-c-d>.<ns>.pod.<zone>`, as --pods says. Static with insecure, volatile with verified. */
+function podRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
+  if (view.pods === 'disabled') return none(false);
+  const stable = view.pods === 'insecure';
+  const pod = parsePodName(name, toFqdn(`pod.${view.zone}`));
+  switch (pod.kind) {
+    case 'apex':
+      return none(true, stable);
+    case 'namespace':
+      return none(view.pods === 'insecure' || view.state.hasPodsIn(pod.namespace), stable);
+    case 'invalid':
+      return none(false, stable);
+    case 'address': {
+      if (view.pods === 'verified' && !view.state.hasPodIp(pod.namespace, pod.ip)) return none(false);
+      const rr: Rr = pod.ip.includes(':')
+        ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl: view.ttlSeconds, address: pod.ip }
+        : { name, type: QTYPE.A, class: QCLASS.IN, ttl: view.ttlSeconds, address: pod.ip };
+      return { rrs: [rr], exists: true, owners: [], stable };
+    }
+  }
+}
+
+/** PTR names: a full address from the reverse index; a partial one exists when addresses lie below. */
+function reverseRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
+  if (name === zone)
+    return { rrs: [soaRecord(view, zone), nsRecord(view, zone)], exists: true, owners: [], stable: false };
+  const address = addressFromReverseName(name);
+  if (address === undefined) {
+    const labels = labelsOf(name);
+    const below = labels.slice(0, labels.length - labelsOf(zone).length).reverse();
+    return none(view.state.hasReversePrefix(below.join('.')));
+  }
+  const owners = view.state.ptrOwnersOf(address);
+  const targets = new Set<Fqdn>();
+  for (const key of owners) {
+    const service = view.state.serviceByKey(key);
+    if (service) for (const t of ptrTargets(service, view.state.groupsOf(key), address, view)) targets.add(t);
+  }
+  const rrs = [...targets].map(
+    (target): Rr => ({ name, type: QTYPE.PTR, class: QCLASS.IN, ttl: view.ttlSeconds, target }),
+  );
+  // A name with no owner yet may be given one by the next change: only owned answers are stable.
+  return { rrs, exists: rrs.length > 0, owners: [...owners], stable: rrs.length > 0 };
+}
+
+export function soaRecord(view: ZoneView, zone: Fqdn): Rr {
+  return {
+    name: zone,
+    type: QTYPE.SOA,
+    class: QCLASS.IN,
+    ttl: view.ttlSeconds,
+    soa: {
+      primary: toFqdn(`ns.dns.${view.zone}`),
+      admin: toFqdn(`hostmaster.${view.zone}`),
+      serial: view.state.serial,
+      refresh: 7200,
+      retry: 1800,
+      expiration: 86400,
+      // RFC 2308 §5: the negative TTL is min(SOA TTL, MINIMUM); both are the record TTL.
+      minimum: view.ttlSeconds,
+    },
+  };
+}
+
+function nsRecord(view: ZoneView, zone: Fqdn): Rr {
+  return { name: zone, type: QTYPE.NS, class: QCLASS.IN, ttl: view.ttlSeconds, target: toFqdn(`ns.dns.${view.zone}`) };
+}
