@@ -119,7 +119,7 @@ describe('protocol', () => {
       RCODE.REFUSED,
     );
     const raw = encodeMessage(buildQueryMessage(9, 'cluster.local.', QTYPE.AXFR));
-    const replies = t.handle(raw, { transport: 'tcp', remoteAddress: '10.0.0.5', remotePort: 1 }) as Buffer[];
+    const replies = t.messages(raw, '10.0.0.5');
     const answers = replies.flatMap((b) => decodeMessage(b).answers);
     expect(answers[0]?.type).toBe(QTYPE.SOA);
     expect(answers.at(-1)?.type).toBe(QTYPE.SOA);
@@ -132,7 +132,7 @@ describe('protocol', () => {
     for (let i = 0; i < 600; i++)
       t.state.upsertService(svc('ns', `s${i}`, { clusterIPs: [`10.96.${i >> 8}.${i & 255}`] }));
     const raw = encodeMessage(buildQueryMessage(9, 'cluster.local.', QTYPE.AXFR));
-    const replies = t.handle(raw, { transport: 'tcp', remoteAddress: '10.0.0.5', remotePort: 1 }) as Buffer[];
+    const replies = t.messages(raw, '10.0.0.5');
     expect(replies.length).toBeGreaterThan(1);
     expect(replies.every((b) => b.length < 65535)).toBe(true);
     expect(replies.flatMap((b) => decodeMessage(b).answers).filter((r) => r.type === QTYPE.A)).toHaveLength(600);

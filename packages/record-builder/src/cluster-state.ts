@@ -1,7 +1,8 @@
-import { type Fqdn, ipv6Nibbles } from '@cluster-dns/wire';
+import { type Fqdn, ipv6Nibbles, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
 import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { reuseUnchanged } from './endpoint-group.js';
 import { ptrAddresses, type RecordContext } from './service-records.js';
+import { type JournalEntry, ZoneJournal } from './zone-journal.js';
 
 /** The DNS schema version this server implements (spec §2.1). */
 export const SCHEMA_VERSION = '1.1.0';
@@ -25,6 +26,8 @@ export class ClusterState {
   private readonly podIps = new Map<string, Map<string, readonly string[]>>();
   private serialNumber: number;
   private endpoints = 0;
+  /** Set by `keepJournal`: every change then leaves what it replaced here, for IXFR. */
+  private journalOf: ZoneJournal | undefined;
 
   constructor(
     readonly context: RecordContext & { readonly reverseZones: readonly Fqdn[] },
@@ -32,6 +35,16 @@ export class ClusterState {
     private readonly now: () => number = Date.now,
   ) {
     this.serialNumber = Math.floor(now() / 1000) >>> 0;
+  }
+
+  /** Starts a change journal of at most `maxBytes` (IXFR and NOTIFY need one). */
+  keepJournal(maxBytes: number): ZoneJournal {
+    this.journalOf ??= new ZoneJournal(maxBytes, this.serialNumber);
+    return this.journalOf;
+  }
+
+  get journal(): ZoneJournal | undefined {
+    return this.journalOf;
   }
 
   /** The SOA serial: bumped on every change of the zone's data. */
@@ -99,6 +112,7 @@ export class ClusterState {
 
   upsertService(info: ServiceInfo): void {
     const key = serviceKey(info.namespace, info.name);
+    this.remember(key);
     if (!this.services.has(key)) this.namespaces.set(info.namespace, (this.namespaces.get(info.namespace) ?? 0) + 1);
     this.services.set(key, info);
     this.rebuilt(key);
@@ -106,7 +120,9 @@ export class ClusterState {
 
   deleteService(namespace: string, name: string): void {
     const key = serviceKey(namespace, name);
-    if (!this.services.delete(key)) return;
+    if (!this.services.has(key)) return;
+    this.remember(key);
+    this.services.delete(key);
     const left = (this.namespaces.get(namespace) ?? 1) - 1;
     if (left > 0) this.namespaces.set(namespace, left);
     else this.namespaces.delete(namespace);
@@ -118,9 +134,10 @@ export class ClusterState {
     const previous = this.groups.get(key);
     if (previous && previous.serviceName !== update.serviceName) this.deleteGroup(update.namespace, update.name);
     const group = reuseUnchanged(this.groups.get(key), update);
+    const owner = serviceKey(group.namespace, group.serviceName);
+    this.remember(owner);
     this.endpoints += group.count - (this.groups.get(key)?.count ?? 0);
     this.groups.set(key, group);
-    const owner = serviceKey(group.namespace, group.serviceName);
     let byName = this.groupsByService.get(owner);
     if (!byName) {
       byName = new Map();
@@ -134,9 +151,10 @@ export class ClusterState {
     const key = serviceKey(namespace, name);
     const previous = this.groups.get(key);
     if (!previous) return;
+    const owner = serviceKey(previous.namespace, previous.serviceName);
+    this.remember(owner);
     this.groups.delete(key);
     this.endpoints -= previous.count;
-    const owner = serviceKey(previous.namespace, previous.serviceName);
     const byName = this.groupsByService.get(owner);
     byName?.delete(key);
     if (byName?.size === 0) this.groupsByService.delete(owner);
@@ -144,6 +162,7 @@ export class ClusterState {
   }
 
   upsertPod(pod: PodInfo): void {
+    this.rememberPods(pod.namespace, [...(this.podIps.get(pod.namespace)?.get(pod.name) ?? []), ...pod.ips]);
     let byName = this.podIps.get(pod.namespace);
     if (!byName) {
       byName = new Map();
@@ -155,6 +174,8 @@ export class ClusterState {
 
   deletePod(namespace: string, name: string): void {
     const byName = this.podIps.get(namespace);
+    const ips = byName?.get(name);
+    if (ips) this.rememberPods(namespace, ips);
     if (byName?.delete(name)) {
       if (byName.size === 0) this.podIps.delete(namespace);
       this.changed([]);
@@ -217,8 +238,37 @@ export class ClusterState {
   }
 
   private changed(owners: readonly string[]): void {
-    this.serialNumber = Math.max(this.serialNumber + 1, Math.floor(this.now() / 1000)) >>> 0;
+    // One more than before, always: IXFR clients and the journal count on serials never jumping.
+    this.serialNumber = (this.serialNumber + 1) >>> 0;
+    if (this.pendingEntry) {
+      this.journalOf?.push({ ...this.pendingEntry, serial: this.serialNumber, atMs: this.now() } as JournalEntry);
+      this.pendingEntry = undefined;
+    }
     this.onChange(owners);
+  }
+
+  private pendingEntry: PendingEntry | undefined;
+
+  /** Keeps what a Service is now, before it changes (references only: the store's objects are immutable). */
+  private remember(owner: string): void {
+    if (!this.journalOf) return;
+    this.pendingEntry = {
+      kind: 'service',
+      owner,
+      service: this.services.get(owner),
+      groups: [...this.groupsOf(owner)],
+    };
+  }
+
+  /** Keeps the pod records (--pods=verified) at these addresses of a namespace, before a pod changes. */
+  private rememberPods(namespace: string, ips: readonly string[]): void {
+    if (!this.journalOf) return;
+    const before = new Map<Fqdn, Rr[]>();
+    for (const ip of new Set(ips)) {
+      const name = toFqdn(`${ip.replace(/[.:]/g, '-')}.${namespace}.pod.${this.context.zone}`);
+      before.set(name, this.hasPodIp(namespace, ip) ? [podRecord(name, ip, this.context.ttlSeconds)] : []);
+    }
+    this.pendingEntry = { kind: 'names', before };
   }
 }
 
@@ -235,4 +285,14 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/** A journal entry before it has its serial and time. */
+type PendingEntry = JournalEntry extends infer E ? (E extends unknown ? Omit<E, 'serial' | 'atMs'> : never) : never;
+
+/** The A or AAAA record of a pod name. */
+export function podRecord(name: Fqdn, ip: string, ttl: number): Rr {
+  return ip.includes(':')
+    ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl, address: ip }
+    : { name, type: QTYPE.A, class: QCLASS.IN, ttl, address: ip };
 }

@@ -1,4 +1,4 @@
-import { FLAG, type QueryOutcome, RCODE, RCODE_MASK, rcodeName, typeName } from '@cluster-dns/wire';
+import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeName, typeName } from '@cluster-dns/wire';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResourceName } from './watched-resources.js';
 
@@ -141,6 +141,42 @@ export function createRecordBuilderMetrics(registry: Registry) {
     registers: [registry],
   });
 
+  const notifiesSent = new Counter({
+    name: 'clusterdns_recordbuilder_notifies_sent_total',
+    help: 'DNS NOTIFY messages sent to a --notify target, by target and zone (retries included).',
+    labelNames: ['target', 'zone'],
+    registers: [registry],
+  });
+  const notifyFailures = new Counter({
+    name: 'clusterdns_recordbuilder_notify_failures_total',
+    help: 'NOTIFYs not answered in time or answered with an error, by target and zone; each is retried.',
+    labelNames: ['target', 'zone'],
+    registers: [registry],
+  });
+  const propagation = new Histogram({
+    name: 'clusterdns_recordbuilder_notify_propagation_seconds',
+    help: 'From a change applied here to the forwarder answering the NOTIFY that covers it, which it does after dropping the stale answers: change to fresh answers through the forwarder.',
+    labelNames: ['target'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const transfers = new Counter({
+    name: 'clusterdns_recordbuilder_zone_transfers_total',
+    help: 'Zone transfers served, by type (axfr, ixfr) and result (incremental, full: the journal did not reach back, current: up to date).',
+    labelNames: ['type', 'result'],
+    registers: [registry],
+  });
+  const journalBytes = new Gauge({
+    name: 'clusterdns_recordbuilder_journal_bytes',
+    help: 'Memory the IXFR change journal holds (bounded by --ixfr-journal-mib).',
+    registers: [registry],
+  });
+  const journalChanges = new Gauge({
+    name: 'clusterdns_recordbuilder_journal_changes',
+    help: 'Changes the IXFR journal holds.',
+    registers: [registry],
+  });
+
   const perSystem = new Map<string, { count: Counter<string>; duration: Histogram<string>; size: Histogram<string> }>();
   const systemChildren = (system: string) => {
     let c = perSystem.get(system);
@@ -170,7 +206,9 @@ export function createRecordBuilderMetrics(registry: Registry) {
       c.duration.observe(Number(process.hrtime.bigint() - outcome.startedNs) / 1e9);
       c.size.observe(reply?.length ?? 0);
       const flags = reply?.readUInt16BE(2) ?? 0;
-      const rcode = reply ? flags & RCODE_MASK : RCODE.SERVFAIL;
+      // A zone transfer is sent lazily, after this: no first message to read, and not a failure.
+      const lazy = query.qtype === QTYPE.AXFR || query.qtype === QTYPE.IXFR;
+      const rcode = reply ? flags & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;
       const cause = flags & FLAG.TC ? 'truncated' : ERROR_CAUSES[rcode];
       if (cause) errorCount.labels(system, cause).inc();
       const key = `${query.qtype}|${rcode}|${outcome.context.transport}`;
@@ -220,6 +258,22 @@ export function createRecordBuilderMetrics(registry: Registry) {
     },
     ready(isReady: boolean): void {
       ready.set(isReady ? 1 : 0);
+    },
+    notifySent(target: string, zone: string): void {
+      notifiesSent.labels(target, zone).inc();
+    },
+    notifyFailed(target: string, zone: string): void {
+      notifyFailures.labels(target, zone).inc();
+    },
+    notifyAcked(target: string, seconds: number): void {
+      propagation.labels(target).observe(seconds);
+    },
+    transferred(type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current'): void {
+      transfers.labels(type, result).inc();
+    },
+    journal(stats: { bytes: number; changes: number }): void {
+      journalBytes.set(stats.bytes);
+      journalChanges.set(stats.changes);
     },
   };
 }

@@ -53,11 +53,20 @@ export const recordBuilderFlags = {
     'endpointslices',
   ),
   'transfer-to': flag.list(
-    'client address allowed to transfer the cluster zone (AXFR over TCP); off when none',
+    'client address allowed to transfer the zones (AXFR over TCP, IXFR); off when none',
     (raw, name) => {
       if (!isIP(raw)) throw new FlagError(name, raw, 'an IP address');
       return raw;
     },
+  ),
+  notify: flag.list(
+    'forwarder to send DNS NOTIFY to on every change, as ip:port ([ip6]:port; port 53 when left out); repeatable. It may then IXFR the zones',
+    (raw, name) => parseHostPort(raw, name),
+  ),
+  'ixfr-journal-mib': flag.int(
+    'memory for the change journal that IXFR answers from (kept when --notify or --transfer-to is given); older changes get the whole zone',
+    16,
+    { min: 1, max: 4096 },
   ),
   'dns-service': flag.string(
     'namespace/name of the Service whose cluster IPs ns.dns.<zone> resolves to',
@@ -106,6 +115,8 @@ export interface RecordBuilderOptions {
   readonly pods: PodsMode;
   readonly endpointsApi: 'endpointslices' | 'endpoints';
   readonly transferTo: readonly string[];
+  readonly notify: readonly { host: string; port: number }[];
+  readonly ixfrJournalMib: number;
   readonly dnsService: { namespace: string; name: string };
   readonly ednsPacketMax: number;
   readonly answerCacheMib: number;
@@ -135,9 +146,28 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     pods: values.pods,
     endpointsApi: values['endpoints-api'],
     transferTo: Object.freeze([...values['transfer-to']]),
+    notify: Object.freeze([...values.notify]),
+    ixfrJournalMib: values['ixfr-journal-mib'],
     dnsService: { namespace, name },
     ednsPacketMax: values['edns-packet-max'],
     answerCacheMib: values['answer-cache-mib'],
     lameduckMs: values.lameduck,
   });
+}
+
+/** `ip:port`, `[ip6]:port`, or an address alone (port 53). */
+export function parseHostPort(raw: string, name: string): { host: string; port: number } {
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(raw);
+  const plain = /^([^:]+)(?::(\d+))?$/.exec(raw);
+  const [host, port] = bracketed
+    ? [bracketed[1], bracketed[2]]
+    : plain
+      ? [plain[1], plain[2]]
+      : isIP(raw) === 6
+        ? [raw, undefined]
+        : [];
+  const portNumber = port === undefined ? 53 : Number(port);
+  if (!host || !isIP(host) || !Number.isInteger(portNumber) || portNumber < 1 || portNumber > 65535)
+    throw new FlagError(name, raw, 'ip:port, such as 127.0.0.1:53 or [::1]:53');
+  return { host, port: portNumber };
 }

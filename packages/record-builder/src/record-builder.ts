@@ -1,5 +1,5 @@
 import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir, sleep } from '@cluster-dns/runtime';
-import { createQueryPipeline, type DnsListener, listenDns } from '@cluster-dns/wire';
+import { createQueryPipeline, type DnsListener, exchangeRaw, listenDns } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { type ZoneView, zoneOf } from './answer-builder.js';
 import { createApiFeed } from './api-feed.js';
@@ -7,6 +7,7 @@ import { dumpStore } from './cache-dump.js';
 import { ClusterState } from './cluster-state.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 import { createRecordBuilderMetrics } from './metrics.js';
+import { createNotifier, type Notifier } from './notifier.js';
 import type { RecordBuilderOptions } from './options.js';
 import { createResponder } from './responder.js';
 import { type ResourceName, watchedResources } from './watched-resources.js';
@@ -26,6 +27,13 @@ export const LIST_PAGE_SIZE = 500;
  * slices stalled the worker long enough for the test API server to close it as a slow watcher.
  */
 export const MAX_BATCH = 16;
+/**
+ * A NOTIFY is answered once the forwarder has fetched the change and dropped what it made stale
+ * (an IXFR over loopback): well under this unless it is busy, and then a retry is right.
+ */
+const NOTIFY_TIMEOUT_MS = 2000;
+/** A NOTIFY per zone this often without changes, so a forwarder that restarted learns it is pushed to. */
+const NOTIFY_HEARTBEAT_MS = 30_000;
 
 export interface RecordBuilder {
   /** Binds and starts watching; resolves once listening. Ready comes later (see `whenReady`). */
@@ -53,8 +61,14 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
 
   const state: ClusterState = new ClusterState(
     { zone: options.zone, reverseZones: options.reverseZones, ttlSeconds: options.ttlSeconds },
-    (owners) => responder.invalidate(owners),
+    (owners) => {
+      responder.invalidate(owners);
+      if (ready) notifier?.changed(Date.now());
+    },
   );
+  // IXFR answers from the journal; it costs nothing until someone transfers (references only).
+  if (options.notify.length > 0 || options.transferTo.length > 0) state.keepJournal(options.ixfrJournalMib << 20);
+  const notifyHosts = options.notify.map((t) => t.host);
   const view: ZoneView = {
     zone: options.zone,
     reverseZones: options.reverseZones,
@@ -66,7 +80,11 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   const responder = createResponder({
     view,
     isReady: () => ready,
-    transferAllowed: (address) => options.transferTo.includes(address.replace(/^::ffff:/, '')),
+    transferAllowed: (address) => {
+      const plain = address.replace(/^::ffff:/, '');
+      return options.transferTo.includes(plain) || notifyHosts.includes(plain);
+    },
+    onTransfer: (type, result) => metrics.transferred(type, result),
     answerCacheBytes: options.answerCacheMib * 1048576,
   });
   const handler = createQueryPipeline({
@@ -102,6 +120,25 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     },
   });
 
+  const targetName = (t: { host: string; port: number }) =>
+    t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
+  const notifier: Notifier | undefined =
+    options.notify.length > 0
+      ? createNotifier({
+          targets: options.notify,
+          zones: [options.zone, ...options.reverseZones],
+          serial: () => state.serial,
+          send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
+          log,
+          heartbeatMs: NOTIFY_HEARTBEAT_MS,
+          hooks: {
+            onSent: (t, zone) => metrics.notifySent(targetName(t), zone),
+            onFailed: (t, zone) => metrics.notifyFailed(targetName(t), zone),
+            onAcked: (t, _zone, ms) => metrics.notifyAcked(targetName(t), ms / 1000),
+          },
+        })
+      : undefined;
+
   const metricsBody = async () => {
     metrics.store({
       endpoints: state.endpointCount,
@@ -112,6 +149,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       lagSeconds: feed.lagMs(Date.now()) / 1000,
       coalesced: feed.coalesced(),
     });
+    if (state.journal) metrics.journal({ bytes: state.journal.sizeBytes, changes: state.journal.size });
     metrics.ready(ready && !draining);
     return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
   };
@@ -133,6 +171,10 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     ready = true;
     log.info('ready', { ...ports, services: state.serviceCount, endpoints: state.endpointCount, synced });
     markReady();
+    if (notifier) {
+      notifier.start();
+      closers.push('notifier', () => notifier.stop());
+    }
   };
 
   return {

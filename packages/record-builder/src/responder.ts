@@ -4,6 +4,7 @@ import {
   FLAG,
   type Fqdn,
   finishFromTemplate,
+  ixfrQuerySerial,
   MessageWriter,
   type ParsedQuery,
   QTYPE,
@@ -12,16 +13,18 @@ import {
 } from '@cluster-dns/wire';
 import { type AnswerParts, buildAnswer, type ZoneView, zoneOf } from './answer-builder.js';
 import { AnswerCache } from './answer-cache.js';
-import { buildZoneTransfer } from './zone-transfer.js';
+import { incrementalTransfer, zoneTransfer } from './zone-transfer.js';
 
 export interface ResponderOptions {
   view: ZoneView;
   /** False until the informers have synced: cluster names then get SERVFAIL, not NXDOMAIN. */
   isReady: () => boolean;
-  /** Zone transfers (AXFR over TCP) are allowed from these client addresses only. */
+  /** Zone transfers (AXFR, IXFR) are allowed from these client addresses only. */
   transferAllowed: (address: string) => boolean;
   /** Bytes of ready answers kept at most. */
   answerCacheBytes?: number;
+  /** Told of each zone transfer served. */
+  onTransfer?: (type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current') => void;
 }
 
 export interface Responder {
@@ -73,10 +76,18 @@ export function createResponder(options: ResponderOptions): Responder {
       // Kubernetes names are DNS-1123: a label with an escaped octet cannot exist.
       if (q.key.includes('\\')) return bare(RCODE.NXDOMAIN, true);
       if (q.qtype === QTYPE.AXFR || q.qtype === QTYPE.IXFR) {
-        if (context.transport !== 'tcp' || zone !== view.zone || !options.transferAllowed(context.remoteAddress)) {
-          return bare(RCODE.REFUSED);
+        if (!options.transferAllowed(context.remoteAddress)) return bare(RCODE.REFUSED);
+        if (q.qtype === QTYPE.AXFR) {
+          if (context.transport !== 'tcp') return bare(RCODE.REFUSED);
+          options.onTransfer?.('axfr', 'full');
+          return zoneTransfer(view, zone, q);
         }
-        return buildZoneTransfer(view, q);
+        const serial = ixfrQuerySerial(q.raw);
+        if (serial === undefined) return bare(RCODE.FORMERR, true);
+        // Over UDP, the current SOA alone (RFC 1995 §2): the client compares serials, then uses TCP.
+        const transfer = incrementalTransfer(view, zone, q, context.transport === 'tcp' ? serial : view.state.serial);
+        options.onTransfer?.('ixfr', transfer.result);
+        return transfer.messages;
       }
       return finishFromTemplate(templateFor(q, zone), q, request.limitBytes, {
         udpPayloadBytes: request.udpPayloadBytes,

@@ -210,14 +210,53 @@ export function buildServiceRecords(
   const portKeys = new Map<string, ServicePort>();
   if (service.kind === 'cluster-ip')
     for (const p of service.ports) if (p.name) portKeys.set(`${p.name}/${p.protocol}`, p);
-  const labels = new Set<string>();
   if (service.kind === 'headless') {
+    // One pass over the endpoints for every name below the Service (hosts, ports, PTRs): this
+    // runs for zone transfers and change journals, over Services of hundreds of endpoints.
+    const hosts = new Map<string, RecordList>();
+    const ports = new Map<string, RecordList>();
+    const ptrs = new Map<string, Set<Fqdn>>();
     for (const { group, i } of publishedEndpoints(service, groups)) {
-      labels.add(endpointLabel(group, i));
-      for (const p of group.ports) if (p.name) portKeys.set(`${p.name}/${p.protocol}`, p);
+      const label = endpointLabel(group, i);
+      const host = toFqdn(`${label}.${base}`);
+      let list = hosts.get(host);
+      if (!list) {
+        list = new RecordList();
+        hosts.set(host, list);
+      }
+      const addresses = addressesOf(group, i);
+      for (const ip of addresses) list.push(addressRr(host, ip, ctx.ttlSeconds));
+      for (const p of group.ports) {
+        if (!p.name) continue;
+        const owner = portOwner(p, base);
+        let srvs = ports.get(owner);
+        if (!srvs) {
+          srvs = new RecordList();
+          ports.set(owner, srvs);
+        }
+        srvs.push(srv(owner, p.port, host, ctx.ttlSeconds));
+      }
+      const hostname = group.hostnames?.[i];
+      if (hostname) {
+        const target = toFqdn(`${hostname}.${base}`);
+        for (const ip of addresses) {
+          const targets = ptrs.get(ip) ?? new Set<Fqdn>();
+          targets.add(target);
+          ptrs.set(ip, targets);
+        }
+      }
     }
+    for (const [host, list] of hosts) put(host as Fqdn, list.rrs);
+    for (const [owner, list] of ports) put(owner as Fqdn, list.rrs);
+    for (const [ip, targets] of ptrs) {
+      const name = reverseNameOf(ip);
+      put(
+        name,
+        [...targets].map((target): Rr => ({ name, type: QTYPE.PTR, class: QCLASS.IN, ttl: ctx.ttlSeconds, target })),
+      );
+    }
+    return set;
   }
-  for (const label of labels) put(toFqdn(`${label}.${base}`), hostRecords(service, groups, label, ctx));
   for (const p of portKeys.values()) put(portOwner(p, base), portRecords(service, groups, p.name, p.protocol, ctx));
   for (const ip of new Set(ptrAddresses(service, groups))) {
     const name = reverseNameOf(ip);

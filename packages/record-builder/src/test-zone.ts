@@ -18,7 +18,7 @@ import { createResponder, type Responder } from './responder.js';
 
 /** A zone with a responder behind the real query pipeline, for unit tests: no sockets, no watches. */
 export function createTestZone(
-  options: { pods?: PodsMode; ready?: boolean; transferTo?: string[]; ttl?: number } = {},
+  options: { pods?: PodsMode; ready?: boolean; transferTo?: string[]; ttl?: number; journalBytes?: number } = {},
 ) {
   let ready = options.ready ?? true;
   let responder: Responder | undefined;
@@ -28,6 +28,7 @@ export function createTestZone(
     (owners) => responder?.invalidate(owners),
     () => 1_700_000_000_000,
   );
+  if (options.journalBytes) state.keepJournal(options.journalBytes);
   const view: ZoneView = {
     zone,
     reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')],
@@ -59,15 +60,21 @@ export function createTestZone(
       remoteAddress: extra.remote ?? '127.0.0.1',
       remotePort: 5000,
     });
-    const first = Buffer.isBuffer(reply) ? reply : reply?.[0];
+    const first = Buffer.isBuffer(reply) ? reply : [...(reply ?? [])][0];
     if (!first) throw new Error('no reply');
     return decodeMessage(first);
+  };
+  /** Every message of a reply, a lazy one (a zone transfer) read to its end. */
+  const messages = (raw: Buffer, remote = '127.0.0.1', transport: 'udp' | 'tcp' = 'tcp'): Buffer[] => {
+    const reply = handle(raw, { transport, remoteAddress: remote, remotePort: 1 });
+    return Buffer.isBuffer(reply) ? [reply] : [...(reply ?? [])];
   };
   return {
     state,
     responder,
     handle,
     ask,
+    messages,
     setReady: (value: boolean) => {
       ready = value;
     },

@@ -9,13 +9,39 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import type { ZoneView } from './answer-builder.js';
-import { serviceKey } from './cluster-model.js';
+import { type EndpointGroup, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { buildServiceRecords, type RecordSet, withSrvWeights } from './service-records.js';
-import { soaRecord } from './zone-records.js';
+import type { JournalEntry } from './zone-journal.js';
+import { recordsAt, soaRecord } from './zone-records.js';
 
 /** Records per message: small enough that a message stays far below 64 KiB. */
 const RECORDS_PER_MESSAGE = 200;
+
+/**
+ * Every record one Service puts in the zones, by name: its own names and PTRs, and `ns.dns.<zone>`
+ * when it is the DNS Service (`--dns-service`).
+ */
+export function ownerRecords(
+  view: ZoneView,
+  service: ServiceInfo | undefined,
+  groups: readonly EndpointGroup[],
+): RecordSet {
+  if (!service) return new Map();
+  const set = buildServiceRecords(service, groups, view);
+  const dns = view.dnsService;
+  if (dns && dns.namespace === service.namespace && dns.name === service.name) {
+    const name = toFqdn(`ns.dns.${view.zone}`);
+    const rrs = service.clusterIPs.map(
+      (ip): Rr =>
+        ip.includes(':')
+          ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip }
+          : { name, type: QTYPE.A, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip },
+    );
+    if (rrs.length) set.set(name, rrs);
+  }
+  return set;
+}
 
 /** Every Service's records (its names, and its PTRs), generated from the store, with its key. */
 export function* zoneContents(view: ZoneView): Generator<{ owner: string; records: RecordSet }> {
@@ -28,33 +54,112 @@ export function* zoneContents(view: ZoneView): Generator<{ owner: string; record
   };
   for (const service of view.state.allServices()) {
     const owner = serviceKey(service.namespace, service.name);
-    yield { owner, records: buildServiceRecords(service, [...view.state.groupsOf(owner)], view) };
+    yield { owner, records: ownerRecords(view, service, [...view.state.groupsOf(owner)]) };
   }
 }
 
-/** AXFR of the cluster zone (RFC 5936): SOA, every record, SOA, over as many messages as needed. */
-export function buildZoneTransfer(view: ZoneView, q: ParsedQuery): Buffer[] {
-  const soa = soaRecord(view, view.zone);
-  const records: Rr[] = [
-    soa,
-    { name: view.zone, type: QTYPE.NS, class: 1, ttl: view.ttlSeconds, target: `ns.dns.${view.zone}` },
-  ];
+/** Packs records into messages of RECORDS_PER_MESSAGE, the first with the question, as they come. */
+function* messagesOf(q: ParsedQuery, records: Iterable<Rr>): Generator<Buffer> {
+  let batch: Rr[] = [];
+  let first = true;
+  const message = () => {
+    const out = encodeMessage({
+      id: q.id,
+      flags: { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: false, ad: false, cd: false, rcode: 0 },
+      questions: first ? [{ name: q.qname, type: q.qtype, class: q.qclass }] : [],
+      answers: batch,
+      authorities: [],
+      additionals: [],
+    });
+    first = false;
+    batch = [];
+    return out;
+  };
+  for (const rr of records) {
+    batch.push(rr);
+    if (batch.length === RECORDS_PER_MESSAGE) yield message();
+  }
+  if (batch.length || first) yield message();
+}
+
+/** The zone's own records at its apex and below, as AXFR sends them (SOA first and last, RFC 5936). */
+function* wholeZone(view: ZoneView, zone: Fqdn): Generator<Rr> {
+  const soa = soaRecord(view, zone);
+  yield soa;
+  yield { name: zone, type: QTYPE.NS, class: QCLASS.IN, ttl: view.ttlSeconds, target: toFqdn(`ns.dns.${view.zone}`) };
   for (const { records: set } of zoneContents(view)) {
-    for (const [name, rrs] of set) if (isInZone(name as Fqdn, view.zone)) records.push(...withSrvWeights(rrs));
+    for (const [name, rrs] of set) if (isInZone(name as Fqdn, zone)) yield* withSrvWeights(rrs);
   }
-  records.push(soa);
-  const messages: Buffer[] = [];
-  for (let i = 0; i < records.length; i += RECORDS_PER_MESSAGE) {
-    messages.push(
-      encodeMessage({
-        id: q.id,
-        flags: { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: false, ad: false, cd: false, rcode: 0 },
-        questions: i === 0 ? [{ name: q.qname, type: q.qtype, class: q.qclass }] : [],
-        answers: records.slice(i, i + RECORDS_PER_MESSAGE),
-        authorities: [],
-        additionals: [],
-      }),
-    );
+  yield soa;
+}
+
+/**
+ * AXFR of one of our zones (the cluster zone or a reverse zone), made lazily: each message is
+ * built when the connection has taken the last (wire's TCP connection pulls them), so a zone of
+ * half a million records is never in memory whole, and a client that stops reading stops it.
+ */
+export function zoneTransfer(view: ZoneView, zone: Fqdn, q: ParsedQuery): Iterable<Buffer> {
+  return { [Symbol.iterator]: () => messagesOf(q, wholeZone(view, zone)) };
+}
+
+const rrKey = (rr: Rr) =>
+  `${rr.name}|${rr.type}|${rr.address ?? ''}|${rr.target ?? ''}|${rr.port ?? ''}|${rr.priority ?? ''}|${rr.weight ?? ''}|${rr.text?.join('\u0000') ?? ''}`;
+
+/**
+ * The records of `zone` deleted and added since the state the journal entries start from: for
+ * every name a change touched, what was there before the first of those changes against what is
+ * there now. Net, so a record changed back and forth is in neither list.
+ */
+export function zoneDiff(view: ZoneView, zone: Fqdn, entries: readonly JournalEntry[]): { deleted: Rr[]; added: Rr[] } {
+  const before = new Map<Fqdn, readonly Rr[]>();
+  const owners = new Set<string>();
+  const keep = (name: Fqdn, rrs: readonly Rr[]) => {
+    if (isInZone(name, zone) && !before.has(name)) before.set(name, withSrvWeights(rrs));
+  };
+  for (const entry of entries) {
+    if (entry.kind === 'names') {
+      for (const [name, rrs] of entry.before) keep(name, rrs);
+      continue;
+    }
+    if (owners.has(entry.owner)) continue;
+    owners.add(entry.owner);
+    for (const [name, rrs] of ownerRecords(view, entry.service, entry.groups)) keep(name, rrs);
+    // Names the Service has now and did not have before: nothing was there.
+    const now = view.state.serviceByKey(entry.owner);
+    for (const name of ownerRecords(view, now, [...view.state.groupsOf(entry.owner)]).keys()) keep(name, []);
   }
-  return messages;
+  const deleted: Rr[] = [];
+  const added: Rr[] = [];
+  for (const [name, old] of before) {
+    const current = withSrvWeights(recordsAt(view, zone, name).rrs ?? []);
+    const currentKeys = new Set(current.map(rrKey));
+    const oldKeys = new Set(old.map(rrKey));
+    for (const rr of old) if (!currentKeys.has(rrKey(rr))) deleted.push(rr);
+    for (const rr of current) if (!oldKeys.has(rrKey(rr))) added.push(rr);
+  }
+  return { deleted, added };
+}
+
+/**
+ * IXFR (RFC 1995) of one of our zones from the client's serial: one condensed step (current SOA,
+ * the client's SOA, what was deleted, the current SOA, what was added, the current SOA); the
+ * current SOA alone when the client is up to date; the whole zone, as AXFR, when the journal does
+ * not reach back to the client's version (or there is no journal).
+ */
+export function incrementalTransfer(
+  view: ZoneView,
+  zone: Fqdn,
+  q: ParsedQuery,
+  clientSerial: number,
+): { messages: Iterable<Buffer>; result: 'incremental' | 'full' | 'current' } {
+  const current = soaRecord(view, zone);
+  if (clientSerial === view.state.serial) return { messages: [...messagesOf(q, [current])], result: 'current' };
+  const entries = view.state.journal?.since(clientSerial, view.state.serial);
+  if (!entries) return { messages: zoneTransfer(view, zone, q), result: 'full' };
+  const { deleted, added } = zoneDiff(view, zone, entries);
+  const theirs: Rr = { ...current, soa: { ...(current.soa as NonNullable<Rr['soa']>), serial: clientSerial } } as Rr;
+  return {
+    messages: [...messagesOf(q, [current, theirs, ...deleted, current, ...added, current])],
+    result: 'incremental',
+  };
 }

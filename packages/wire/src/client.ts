@@ -91,20 +91,60 @@ export function checkReply(reply: Buffer, id: number, question: string | undefin
 }
 
 function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
-  const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs);
-  const expectedId = query.readUInt16BE(0);
   const expectedQuestion = questionKey(query);
+  let first: Buffer | undefined;
+  return tcpMessages(server, query, timeoutMs, (reply) => {
+    const reason = checkReply(reply, query.readUInt16BE(0), expectedQuestion);
+    if (reason) {
+      options.onRejected?.(reason);
+      return false;
+    }
+    first = reply;
+    return true;
+  }).then(() => first as Buffer);
+}
+
+/**
+ * A zone transfer over TCP (AXFR, RFC 5936; IXFR, RFC 1995): sends the query and hands each reply
+ * message with its ID to `onMessage` until it returns true (the transfer is complete, or the caller
+ * has seen enough: it may stop reading a long AXFR it does not need). Messages after the first may
+ * carry no question. Rejects on timeout (for the whole transfer), or when the server closes first.
+ */
+export function transferTcp(
+  server: DnsServer,
+  query: Buffer,
+  options: { timeoutMs?: number; onMessage(reply: Buffer): boolean },
+): Promise<void> {
+  const id = query.readUInt16BE(0);
+  const question = questionKey(query);
+  return tcpMessages(server, query, options.timeoutMs ?? 5000, (reply) => {
+    if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0 || reply.readUInt16BE(0) !== id)
+      return false;
+    if (reply.readUInt16BE(4) > 0 && (reply.readUInt16BE(2) & RCODE_MASK) === 0 && questionKey(reply) !== question)
+      return false;
+    return options.onMessage(reply);
+  });
+}
+
+/** Length-prefixed messages off one TCP connection until `onReply` says done. */
+function tcpMessages(
+  server: DnsServer,
+  query: Buffer,
+  timeoutMs: number,
+  onReply: (reply: Buffer) => boolean,
+): Promise<void> {
+  const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs);
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: server.host, port: server.port, noDelay: true });
     let buffered = Buffer.alloc(0);
     let settled = false;
-    const finish = (error: Error | undefined, reply?: Buffer) => {
+    const finish = (error: Error | undefined) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       socket.destroy();
       if (error) reject(error);
-      else resolve(reply as Buffer);
+      else resolve();
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
     socket.on('error', (error) => finish(error));
@@ -116,13 +156,15 @@ function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, option
       socket.write(frame);
     });
     socket.on('data', (chunk) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
-        const reply = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
+      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
+      while (!settled && buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
+        const reply = Buffer.from(buffered.subarray(2, 2 + buffered.readUInt16BE(0)));
         buffered = buffered.subarray(2 + reply.length);
-        const reason = checkReply(reply, expectedId, expectedQuestion);
-        if (reason) options.onRejected?.(reason);
-        else return finish(undefined, Buffer.from(reply));
+        try {
+          if (onReply(reply)) return finish(undefined);
+        } catch (error) {
+          return finish(error as Error);
+        }
       }
     });
   });

@@ -8,6 +8,7 @@ export {
   questionKey,
   type RejectReason,
   randomQueryId,
+  transferTcp,
 } from './client.js';
 export {
   EDNS_DEFAULT_UDP_BYTES,
@@ -113,3 +114,12 @@ export { type ScannedRecord, type ScannedResponse, scanResponse, stripOpt } from
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { truncateReply } from './truncate.js';
 export { createUdpPool, type UdpPool, type UdpPoolOptions } from './udp-pool.js';
+export {
+  buildIxfrQuery,
+  buildNotify,
+  isNotifyAck,
+  ixfrQuerySerial,
+  type ZoneChange,
+  ZoneChangeReader,
+  ZoneTransferError,
+} from './zone-change.js';

@@ -12,9 +12,10 @@ export interface QueryContext {
 
 /**
  * Answers one raw message; undefined means send nothing (a dropped packet). An array sends several
- * messages in order (a zone transfer over TCP; test servers use it to forge a reply over UDP).
+ * messages in order (test servers use it to forge a reply over UDP); any other iterable is a lazy
+ * one (a zone transfer over TCP): each message is made when the socket has taken the previous.
  */
-export type Reply = Buffer | readonly Buffer[] | undefined;
+export type Reply = Buffer | readonly Buffer[] | Iterable<Buffer> | undefined;
 export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
 
 export interface ListenDnsOptions {

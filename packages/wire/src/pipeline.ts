@@ -86,7 +86,8 @@ export function createQueryPipeline(options: PipelineOptions): RawHandler {
     rejected?: Rejection,
   ): Reply => {
     if (observe) {
-      const first = reply === undefined ? undefined : Buffer.isBuffer(reply) ? reply : reply[0];
+      // A lazy reply (a zone transfer) is not made yet: observed without its first message.
+      const first = Buffer.isBuffer(reply) ? reply : Array.isArray(reply) ? (reply[0] as Buffer) : undefined;
       observe({ query, context, reply: first, rejected, startedNs });
     }
     return reply;

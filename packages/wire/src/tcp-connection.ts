@@ -42,19 +42,55 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
   const endIfDone = () => {
     if (pending === 0 && !reading && !socket.destroyed) socket.end();
   };
-  const write = (reply: Reply) => {
+  const writeFrame = (message: Buffer): boolean => {
+    const frame = Buffer.allocUnsafe(message.length + 2);
+    frame.writeUInt16BE(message.length, 0);
+    message.copy(frame, 2);
+    return socket.write(frame);
+  };
+  const answered = () => {
     pending--;
-    const messages = reply === undefined ? [] : Buffer.isBuffer(reply) ? [reply] : reply;
-    for (const message of messages) {
-      if (socket.destroyed || socket.writableEnded || message.length > TCP_MAX_BYTES) break;
-      const frame = Buffer.allocUnsafe(message.length + 2);
-      frame.writeUInt16BE(message.length, 0);
-      message.copy(frame, 2);
-      socket.write(frame);
-    }
     if (reading && pending < maxPipelined && socket.isPaused()) socket.resume();
     endIfDone();
     if (pending === 0) options.onSettle();
+  };
+  const write = (reply: Reply) => {
+    if (reply !== undefined && !Buffer.isBuffer(reply) && !Array.isArray(reply)) {
+      void stream((reply as Iterable<Buffer>)[Symbol.iterator]());
+      return;
+    }
+    const messages = reply === undefined ? [] : Buffer.isBuffer(reply) ? [reply] : (reply as readonly Buffer[]);
+    for (const message of messages) {
+      if (socket.destroyed || socket.writableEnded || message.length > TCP_MAX_BYTES) break;
+      writeFrame(message);
+    }
+    answered();
+  };
+  // A lazy reply (a zone transfer): each message is made only once the socket has taken the last,
+  // so a long transfer neither sits in memory whole nor holds the thread, and one the client
+  // abandons stops being made.
+  const stream = async (messages: Iterator<Buffer>) => {
+    try {
+      for (let next = messages.next(); !next.done; next = messages.next()) {
+        if (socket.destroyed || socket.writableEnded || next.value.length > TCP_MAX_BYTES) break;
+        if (!writeFrame(next.value)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              socket.off('drain', done);
+              socket.off('close', done);
+              resolve();
+            };
+            socket.on('drain', done);
+            socket.on('close', done);
+          });
+        }
+      }
+    } catch (error) {
+      reportError(error, context);
+    } finally {
+      messages.return?.();
+      answered();
+    }
   };
   const failed = (error: unknown) => {
     reportError(error, context);

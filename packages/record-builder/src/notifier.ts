@@ -1,0 +1,141 @@
+import type { Logger } from '@cluster-dns/runtime';
+import { buildNotify, type DnsServer, type Fqdn, isNotifyAck, randomQueryId } from '@cluster-dns/wire';
+
+export interface NotifierOptions {
+  targets: readonly DnsServer[];
+  zones: readonly Fqdn[];
+  /** The zones' SOA serial now. */
+  serial(): number;
+  /** Sends one NOTIFY and resolves with the reply (wire's UDP exchange; injected for tests). */
+  send(target: DnsServer, message: Buffer): Promise<Buffer>;
+  log: Logger;
+  hooks?: {
+    onSent?(target: DnsServer, zone: Fqdn): void;
+    onFailed?(target: DnsServer, zone: Fqdn): void;
+    /** A target answered: the time since the oldest change it now has (the whole propagation). */
+    onAcked?(target: DnsServer, zone: Fqdn, latencyMs: number): void;
+  };
+  /** First retry after this long, doubling up to retryMaxMs (RFC 1996 §3.6: retry until answered). */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  /** A NOTIFY this often even without changes, so a restarted receiver learns it is being pushed to. */
+  heartbeatMs?: number;
+  now?: () => number;
+}
+
+export interface Notifier {
+  /** The zones changed at `atMs`: tell every target, coalescing with what is in flight. */
+  changed(atMs: number): void;
+  start(): void;
+  stop(): void;
+  /** Targets × zones not yet acknowledged at the current serial. */
+  unacknowledged(): number;
+}
+
+interface Peer {
+  readonly target: DnsServer;
+  readonly zone: Fqdn;
+  ackedSerial: number | undefined;
+  /** When the first change after each NOTIFY sent was made: what each answer covers. */
+  changes: number[];
+  lastSentMs: number;
+  inFlight: boolean;
+  failures: number;
+  retry: NodeJS.Timeout | undefined;
+}
+
+/**
+ * DNS NOTIFY (RFC 1996) to each forwarder given with --notify, per zone: sent when the zones
+ * change, one in flight per target and zone (a burst of changes is one NOTIFY, and the next goes
+ * when it is answered if the serial moved meanwhile), retried with capped backoff until answered,
+ * and repeated every `heartbeatMs`. The forwarder answers after it has dropped what changed, so
+ * the time from a change to the answer is the whole propagation.
+ */
+export function createNotifier(options: NotifierOptions): Notifier {
+  const now = options.now ?? Date.now;
+  const retryBaseMs = options.retryBaseMs ?? 250;
+  const retryMaxMs = options.retryMaxMs ?? 10_000;
+  const peers: Peer[] = [];
+  for (const target of options.targets)
+    for (const zone of options.zones)
+      peers.push({
+        target,
+        zone,
+        ackedSerial: undefined,
+        changes: [],
+        lastSentMs: 0,
+        inFlight: false,
+        failures: 0,
+        retry: undefined,
+      });
+  let stopped = false;
+  let heartbeat: NodeJS.Timeout | undefined;
+
+  const send = (peer: Peer) => {
+    if (stopped || peer.inFlight) return;
+    clearTimeout(peer.retry);
+    peer.retry = undefined;
+    peer.inFlight = true;
+    const serial = options.serial();
+    const sentAt = now();
+    peer.lastSentMs = sentAt;
+    options.hooks?.onSent?.(peer.target, peer.zone);
+    options
+      .send(peer.target, buildNotify(randomQueryId(), peer.zone))
+      .then((reply) => {
+        if (!isNotifyAck(reply))
+          throw new Error(`NOTIFY for ${peer.zone} answered with rcode ${reply.readUInt16BE(2) & 15}`);
+        peer.failures = 0;
+        peer.ackedSerial = serial;
+        // The receiver has what was changed before this NOTIFY left: the oldest such change timed.
+        const covered = peer.changes.filter((t) => t <= sentAt);
+        if (covered.length) options.hooks?.onAcked?.(peer.target, peer.zone, now() - (covered[0] as number));
+        peer.changes = peer.changes.filter((t) => t > sentAt);
+      })
+      .catch((error: unknown) => {
+        peer.failures++;
+        options.hooks?.onFailed?.(peer.target, peer.zone);
+        const delay = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(peer.failures - 1, 16));
+        if (peer.failures === 1 || peer.failures % 10 === 0)
+          options.log.warn('NOTIFY not answered; retrying', {
+            target: `${peer.target.host}:${peer.target.port}`,
+            zone: peer.zone,
+            failures: peer.failures,
+            retryInMs: delay,
+            err: error,
+          });
+        peer.retry = setTimeout(() => send(peer), delay);
+        peer.retry.unref();
+      })
+      .finally(() => {
+        peer.inFlight = false;
+        // Changed while this one was out: the receiver must come back for the rest.
+        if (!stopped && !peer.retry && peer.ackedSerial !== options.serial()) send(peer);
+      });
+  };
+
+  return {
+    changed(atMs) {
+      for (const peer of peers) {
+        const last = peer.changes.at(-1);
+        if ((last === undefined || last < peer.lastSentMs) && peer.changes.length < 64) peer.changes.push(atMs);
+        if (!peer.retry) send(peer);
+      }
+    },
+    start() {
+      for (const peer of peers) send(peer);
+      if (options.heartbeatMs) {
+        heartbeat = setInterval(() => {
+          for (const peer of peers) if (!peer.retry) send(peer);
+        }, options.heartbeatMs);
+        heartbeat.unref();
+      }
+    },
+    stop() {
+      stopped = true;
+      clearInterval(heartbeat);
+      for (const peer of peers) clearTimeout(peer.retry);
+    },
+    unacknowledged: () => peers.filter((p) => p.ackedSerial !== options.serial()).length,
+  };
+}

@@ -1,0 +1,94 @@
+import type { Fqdn, Rr } from '@cluster-dns/wire';
+import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
+
+/**
+ * One change of the zones, as the state was just before it. A Service change keeps references to
+ * the Service and endpoint groups it replaced (immutable objects the store let go of: no copy is
+ * made, and nothing is computed on the hot path); the records are built only when someone asks
+ * for the difference (IXFR). Pod changes keep the records of the pod names they touched.
+ */
+export type JournalEntry =
+  | {
+      readonly serial: number;
+      readonly atMs: number;
+      readonly kind: 'service';
+      readonly owner: string;
+      readonly service: ServiceInfo | undefined;
+      readonly groups: readonly EndpointGroup[];
+    }
+  | {
+      readonly serial: number;
+      readonly atMs: number;
+      readonly kind: 'names';
+      readonly before: ReadonlyMap<Fqdn, readonly Rr[]>;
+    };
+
+/** What an entry keeps alive, roughly: what bounds the journal. */
+function entryBytes(entry: JournalEntry): number {
+  if (entry.kind === 'names') return 200 + entry.before.size * 150;
+  let bytes = 300;
+  for (const group of entry.groups) bytes += 200 + group.count * 48;
+  return bytes;
+}
+
+/**
+ * The changes of the zones keyed by SOA serial (every change bumps it by one), for IXFR
+ * (RFC 1995): bounded by `maxBytes`, oldest dropped first. `since(serial)` gives the changes after
+ * a version, or undefined when the journal no longer reaches back to it.
+ */
+export class ZoneJournal {
+  private entries: JournalEntry[] = [];
+  private head = 0;
+  private bytes = 0;
+  /** The serial of the state before the oldest kept entry: the oldest version we can diff from. */
+  private floor: number;
+
+  constructor(
+    private readonly maxBytes: number,
+    startSerial: number,
+  ) {
+    this.floor = startSerial;
+  }
+
+  get size(): number {
+    return this.entries.length - this.head;
+  }
+
+  get sizeBytes(): number {
+    return this.bytes;
+  }
+
+  /** The oldest serial an IXFR can start from. */
+  get oldestSerial(): number {
+    return this.floor;
+  }
+
+  push(entry: JournalEntry): void {
+    this.entries.push(entry);
+    this.bytes += entryBytes(entry);
+    while (this.bytes > this.maxBytes && this.head < this.entries.length - 1) {
+      const dropped = this.entries[this.head++] as JournalEntry;
+      this.bytes -= entryBytes(dropped);
+      this.floor = dropped.serial;
+    }
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /**
+   * Entries with a serial above `serial`, oldest first; undefined when `serial` is older than the
+   * journal, or newer than `current` (a version from before a restart: its history is gone).
+   */
+  since(serial: number, current: number): JournalEntry[] | undefined {
+    if (serial < this.floor || serial > current) return undefined;
+    const out: JournalEntry[] = [];
+    for (let i = this.entries.length - 1; i >= this.head; i--) {
+      const entry = this.entries[i] as JournalEntry;
+      if (entry.serial <= serial) break;
+      out.push(entry);
+    }
+    return out.reverse();
+  }
+}

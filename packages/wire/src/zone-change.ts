@@ -1,0 +1,150 @@
+import { FLAG, OPCODE, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE, RCODE_MASK } from './constants.js';
+import { ClusterDnsError } from './errors.js';
+import { type Fqdn, toFqdn } from './fqdn.js';
+import { decodeMessage, encodeMessage } from './message.js';
+import type { DecodedRr, SoaRecord } from './records.js';
+
+/**
+ * DNS NOTIFY (RFC 1996 §3.7): opcode NOTIFY, AA, the zone's SOA as the question. The serial hint
+ * in the answer section is optional and left out: the receiver asks for the difference anyway.
+ */
+export function buildNotify(id: number, zone: Fqdn): Buffer {
+  return encodeMessage({
+    id,
+    flags: {
+      qr: false,
+      opcode: OPCODE.NOTIFY,
+      aa: true,
+      tc: false,
+      rd: false,
+      ra: false,
+      ad: false,
+      cd: false,
+      rcode: 0,
+    },
+    questions: [{ name: zone, type: QTYPE.SOA, class: QCLASS.IN }],
+    answers: [],
+    authorities: [],
+    additionals: [],
+  });
+}
+
+/** Whether `reply` acknowledges a NOTIFY: a response, opcode NOTIFY, NOERROR. */
+export function isNotifyAck(reply: Buffer): boolean {
+  if (reply.length < 12) return false;
+  const flags = reply.readUInt16BE(2);
+  return (
+    (flags & FLAG.QR) !== 0 &&
+    (flags & OPCODE_MASK) >> OPCODE_SHIFT === OPCODE.NOTIFY &&
+    (flags & RCODE_MASK) === RCODE.NOERROR
+  );
+}
+
+/** An IXFR query (RFC 1995 §3): the zone, and in the authority section the SOA of the version held. */
+export function buildIxfrQuery(id: number, zone: Fqdn, serial: number): Buffer {
+  return encodeMessage({
+    id,
+    flags: {
+      qr: false,
+      opcode: OPCODE.QUERY,
+      aa: false,
+      tc: false,
+      rd: false,
+      ra: false,
+      ad: false,
+      cd: false,
+      rcode: 0,
+    },
+    questions: [{ name: zone, type: QTYPE.IXFR, class: QCLASS.IN }],
+    answers: [],
+    authorities: [
+      {
+        name: zone,
+        type: QTYPE.SOA,
+        class: QCLASS.IN,
+        ttl: 0,
+        soa: { primary: '.', admin: '.', serial, refresh: 0, retry: 0, expiration: 0, minimum: 0 },
+      },
+    ],
+    additionals: [],
+  });
+}
+
+/** The serial of the SOA in an IXFR query's authority section, or undefined when it has none. */
+export function ixfrQuerySerial(query: Buffer): number | undefined {
+  const soa = decodeMessage(query).authorities.find((r): r is SoaRecord => r.type === QTYPE.SOA);
+  return soa?.soa.serial;
+}
+
+/** What a zone transfer said: nothing new, these names changed, or here is the whole zone. */
+export type ZoneChange =
+  | { readonly kind: 'up-to-date'; readonly serial: number }
+  | { readonly kind: 'incremental'; readonly serial: number; readonly names: ReadonlySet<Fqdn> }
+  | { readonly kind: 'full'; readonly serial: number };
+
+/**
+ * Reads the messages of an IXFR reply (RFC 1995 §4) as they come. An IXFR reply is the current
+ * SOA, then for each step the old SOA, the records deleted, the new SOA, the records added, and
+ * the current SOA again; a single SOA means up to date; a reply whose second record is not a SOA
+ * is a whole zone (AXFR form), and reading stops there: a cache flushes instead of reading it all.
+ */
+export class ZoneChangeReader {
+  private serial: number | undefined;
+  private seen = 0;
+  private soas = 0;
+  private readonly names = new Set<Fqdn>();
+  private outcome: ZoneChange | undefined;
+
+  /** Takes one message; true when the transfer is complete (then `result` is set). */
+  push(message: Buffer): boolean {
+    const decoded = decodeMessage(message);
+    if (decoded.flags.rcode !== RCODE.NOERROR)
+      throw new ZoneTransferError(`transfer refused: rcode ${decoded.flags.rcode}`);
+    for (const rr of decoded.answers) if (this.take(rr)) return true;
+    // A lone SOA in a message of its own: up to date (or a UDP reply telling us to use TCP).
+    if (this.seen === 1 && decoded.answers.length === 1 && this.serial !== undefined) {
+      this.outcome = { kind: 'up-to-date', serial: this.serial };
+      return true;
+    }
+    return false;
+  }
+
+  get result(): ZoneChange | undefined {
+    return this.outcome;
+  }
+
+  private take(rr: DecodedRr): boolean {
+    this.seen++;
+    if (this.seen === 1) {
+      if (rr.type !== QTYPE.SOA) throw new ZoneTransferError('a zone transfer must begin with the SOA');
+      this.serial = (rr as SoaRecord).soa.serial;
+      return false;
+    }
+    const serial = this.serial as number;
+    if (this.seen === 2 && rr.type !== QTYPE.SOA) {
+      this.outcome = { kind: 'full', serial };
+      return true;
+    }
+    if (this.seen === 2 && (rr as SoaRecord).soa.serial === serial) {
+      this.outcome = { kind: 'up-to-date', serial };
+      return true;
+    }
+    if (rr.type === QTYPE.SOA) {
+      this.soas++;
+      // The closing SOA: the current serial again, after an even number of step SOAs.
+      if ((rr as SoaRecord).soa.serial === serial && this.soas % 2 === 1 && this.soas > 1) {
+        this.outcome = { kind: 'incremental', serial, names: this.names };
+        return true;
+      }
+      return false;
+    }
+    this.names.add(toFqdn(rr.name));
+    return false;
+  }
+}
+
+export class ZoneTransferError extends ClusterDnsError {
+  constructor(message: string) {
+    super('ZONE_TRANSFER_FAILED', message);
+  }
+}
