@@ -84,6 +84,8 @@ const forwarderArgs = (server, extra) => [
   '--listen-address=127.0.0.1',
   '--port=0',
   '--lameduck=0s',
+  '--metrics-port=0',
+  '--metrics-address=127.0.0.1',
   `--server=${server}`,
   ...extra,
 ];

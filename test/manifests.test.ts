@@ -90,7 +90,9 @@ describe('manifests', () => {
     const ports = (c: string) =>
       container(c).ports.map((p: { containerPort: number; protocol: string }) => `${p.containerPort}/${p.protocol}`);
     expect(ports('kubedns')).toEqual([`${rb['dns-port']}/UDP`, `${rb['dns-port']}/TCP`, `${rb['metrics-port']}/TCP`]);
-    expect(ports('dnsmasq')).toEqual([`${fw.port}/UDP`, `${fw.port}/TCP`]);
+    expect(ports('dnsmasq')).toEqual([`${fw.port}/UDP`, `${fw.port}/TCP`, `${fw['metrics-port']}/TCP`]);
+    // The record-builder pushes its changes to this Pod's forwarder, on the port it listens on.
+    expect(rb.notify).toEqual([{ host: '127.0.0.1', port: fw.port }]);
     expect(ports('sidecar')).toEqual([`${sc['prometheus-port']}/TCP`]);
     expect(container('kubedns').readinessProbe.httpGet).toMatchObject({ path: '/readiness', port: rb['healthz-port'] });
     const labels = sc.probe.map((p) => p.label);

@@ -59,7 +59,15 @@ describe.skipIf(unavailable)('real clients and an answer over 512 octets', () =>
       await launchProcess({
         prefix: pod.prefix,
         script: FORWARDER,
-        args: ['-k', '--no-resolv', '--server=192.0.2.53#53', '--listen-address=127.0.0.1', '--lameduck=0s'],
+        args: [
+          '-k',
+          '--no-resolv',
+          '--server=192.0.2.53#53',
+          '--listen-address=127.0.0.1',
+          '--lameduck=0s',
+          '--metrics-port=0',
+          '--metrics-address=127.0.0.1',
+        ],
       }),
     );
     pod.writeResolvConf('nameserver 127.0.0.1\noptions attempts:1 timeout:2\n');

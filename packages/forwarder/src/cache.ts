@@ -1,4 +1,4 @@
-import { QTYPE, RCODE, type ScannedResponse } from '@cluster-dns/wire';
+import { type Fqdn, isInZone, QTYPE, RCODE, readName, type ScannedResponse, toFqdn } from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
 
 /** One cached reply: wire bytes (ID 0, no OPT, every TTL set to the entry's TTL) and where its TTLs are. */
@@ -9,6 +9,17 @@ export interface CachedReply {
   readonly storedAtMs: number;
   /** The route this came through: a config change that moves the route drops it. */
   readonly routeId: string;
+  /** Every owner name in the reply (question, answers, additionals): what a zone change drops it by. */
+  readonly names: readonly Fqdn[];
+  /** Hits since it was stored, for prefetch. */
+  hits: number;
+}
+
+/** A hit: fresh (remaining TTL above 0), or stale (expired, kept for serve-stale). */
+export interface CacheHit {
+  entry: CachedReply;
+  remainingSeconds: number;
+  stale: boolean;
 }
 
 export interface CacheCounters {
@@ -64,28 +75,36 @@ export function toCachedReply(
   const wire = Buffer.from(reply);
   const ttlOffsets = scanned.records.map((r) => r.ttlOffset);
   for (const offset of ttlOffsets) wire.writeUInt32BE(ttlSeconds, offset);
-  return { wire, ttlOffsets, ttlSeconds, storedAtMs: nowMs, routeId };
+  const names = new Set<Fqdn>();
+  if (scanned.questionEnd > 12) names.add(toFqdn(readName(reply, 12).name));
+  for (const r of scanned.records) if (r.section !== 'authority') names.add(toFqdn(readName(reply, r.start).name));
+  return { wire, ttlOffsets, ttlSeconds, storedAtMs: nowMs, routeId, names: [...names], hits: 0 };
 }
 
 /**
  * The LRU cache of replies (lru-cache), bounded by entries. A hit returns a copy whose TTLs are
- * what remains, never the original; an expired entry is dropped on read.
+ * what remains, never the original. An expired entry is kept `maxStaleSeconds` more (RFC 8767
+ * serve-stale; 0 drops it on read), and every entry is indexed by the names in it, so a zone
+ * change drops exactly the entries that hold a changed name.
  */
 export class ReplyCache {
   private readonly lru: LRUCache<string, CachedReply> | undefined;
+  private readonly byName = new Map<Fqdn, Set<string>>();
 
   constructor(
     readonly maxEntries: number,
     private readonly counters: CacheCounters,
     private readonly now: () => number = Date.now,
+    private readonly maxStaleSeconds = 0,
   ) {
     this.lru =
       maxEntries > 0
         ? new LRUCache<string, CachedReply>({
             max: maxEntries,
-            dispose: (entry, _key, reason) => {
+            dispose: (entry, key, reason) => {
               // dnsmasq counts as evictions only live entries pushed out to make room.
               if (reason === 'evict' && this.remainingSeconds(entry) > 0) this.counters.evictions++;
+              this.untag(key, entry);
             },
           })
         : undefined;
@@ -104,21 +123,61 @@ export class ReplyCache {
    * bytes once, patching the remaining TTL in (finishFromTemplate). Counts nothing: the caller
    * counts hits.
    */
-  get(key: string): { entry: CachedReply; remainingSeconds: number } | undefined {
+  get(key: string): CacheHit | undefined {
     const entry = this.lru?.get(key);
     if (!entry) return undefined;
     const remainingSeconds = this.remainingSeconds(entry);
     if (remainingSeconds <= 0) {
+      if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
       this.lru?.delete(key);
       return undefined;
     }
-    return { entry, remainingSeconds };
+    return { entry, remainingSeconds, stale: false };
   }
 
   set(key: string, entry: CachedReply): void {
     if (!this.lru) return;
     this.lru.set(key, entry);
+    if (!this.lru.has(key)) return;
+    for (const name of entry.names) {
+      let keys = this.byName.get(name);
+      if (!keys) {
+        keys = new Set();
+        this.byName.set(name, keys);
+      }
+      keys.add(key);
+    }
     this.counters.insertions++;
+  }
+
+  /** Drops every entry that holds one of these names (as question, answer or additional owner). */
+  evictNames(names: Iterable<Fqdn>): number {
+    if (!this.lru) return 0;
+    let dropped = 0;
+    for (const name of names) {
+      const keys = this.byName.get(name);
+      if (!keys) continue;
+      for (const key of [...keys]) if (this.lru.delete(key)) dropped++;
+    }
+    return dropped;
+  }
+
+  /** Drops every entry whose question lies in `zone`. */
+  flushZone(zone: Fqdn): number {
+    if (!this.lru) return 0;
+    let dropped = 0;
+    for (const key of [...this.lru.keys()]) {
+      if (isInZone(key.slice(0, key.indexOf('|')) as Fqdn, zone) && this.lru.delete(key)) dropped++;
+    }
+    return dropped;
+  }
+
+  private untag(key: string, entry: CachedReply): void {
+    for (const name of entry.names) {
+      const keys = this.byName.get(name);
+      keys?.delete(key);
+      if (keys?.size === 0) this.byName.delete(name);
+    }
   }
 
   /** Drops entries whose route is no longer the one that `routeIdOf(key)` gives. */

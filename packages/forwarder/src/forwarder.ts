@@ -1,22 +1,33 @@
-import { CloseStack, type Logger, sleep } from '@cluster-dns/runtime';
+import { CloseStack, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
 import {
+  buildIxfrQuery,
   createQueryPipeline,
   createUdpPool,
   type DnsListener,
   type Fqdn,
   listenDns,
+  OPCODE,
   QCLASS,
+  QTYPE,
+  queryDns,
   type Rejection,
+  randomQueryId,
+  transferTcp,
+  ZoneChangeReader,
+  ZoneTransferError,
 } from '@cluster-dns/wire';
+import { Registry } from 'prom-client';
 import { type CacheCounters, ReplyCache } from './cache.js';
 import { createConfigReloader } from './config-reloader.js';
 import { readConfigSources } from './config-source.js';
 import { createLoopDetector } from './loop-detect.js';
+import { createForwarderMetrics } from './metrics.js';
 import type { ForwarderOptions } from './options.js';
 import { createQueryHandler } from './query-handler.js';
 import { resolveQuestion } from './resolution.js';
 import { serverText } from './route-table.js';
 import type { ServerCounters } from './upstream.js';
+import { createZoneSync } from './zone-sync.js';
 
 export const VERSION = 'cluster-dns-forwarder-0.1.0';
 
@@ -26,7 +37,7 @@ export interface ForwarderDeps {
 }
 
 export interface Forwarder {
-  start(): Promise<{ port: number; addresses: string[] }>;
+  start(): Promise<{ port: number; addresses: string[]; metricsPort: number }>;
   /** Lameduck (still answering), then drain: every query in flight is answered before the sockets close. */
   shutdown(): Promise<void>;
   /** Re-reads --config-dir and --resolv-file now (the poll does this on its own). */
@@ -48,7 +59,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const now = deps.now ?? Date.now;
   const counters: CacheCounters = { hits: 0, misses: 0, insertions: 0, evictions: 0 };
   const rejected: Partial<Record<Rejection, number>> = {};
-  const cache = new ReplyCache(options.cacheSize, counters, now);
+  const cache = new ReplyCache(options.cacheSize, counters, now, options.maxStaleSeconds);
+  const registry = new Registry();
   const serverCounters = new Map<string, ServerCounters>();
   const disabled = new Set<string>();
   const closers = new CloseStack();
@@ -87,6 +99,38 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     },
   };
 
+  const serverOf = (zone: Fqdn) => config.routes().routeFor(zone);
+  const zoneSync = createZoneSync({
+    serverFor: (zone) => {
+      const route = serverOf(zone);
+      return route.kind === 'local' ? undefined : route.servers[0];
+    },
+    allowedSources: (zone) => serverOf(zone).servers.map((s) => s.host),
+    transfer: async (server, zone, serial) => {
+      const reader = new ZoneChangeReader();
+      await transferTcp(server, buildIxfrQuery(randomQueryId(), zone, serial), {
+        timeoutMs: options.forwardDeadlineMs,
+        onMessage: (m) => reader.push(m),
+      });
+      if (!reader.result) throw new ZoneTransferError(`IXFR of ${zone} from ${serverText(server)} ended early`);
+      return reader.result;
+    },
+    soaSerial: async (server, zone) => {
+      const reply = await queryDns(server, zone, QTYPE.SOA, { timeoutMs: options.upstreamTimeoutMs, rd: false });
+      const serial = reply.answers.find((r) => r.type === QTYPE.SOA)?.soa?.serial;
+      if (serial === undefined) throw new ZoneTransferError(`${serverText(server)} gave no SOA for ${zone}`);
+      return serial;
+    },
+    evictNames: (names) => cache.evictNames(names),
+    flushZone: (zone) => cache.flushZone(zone),
+    log,
+    hooks: {
+      onNotify: (result) => metrics.notify(result),
+      onTransfer: (result) => metrics.transfer(result),
+      onInvalidated: (entries) => metrics.invalidated(entries),
+    },
+  });
+
   const queries = createQueryHandler({
     routes: config.routes,
     cache,
@@ -108,9 +152,22 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       version: VERSION,
     }),
     isLoopProbe: (name) => loops.isProbe(name),
+    push: {
+      notify: (q, source) => zoneSync.notify(q.key, source),
+      isPushed: (name) => zoneSync.isPushed(name),
+      epochOf: (name) => zoneSync.epochOf(name),
+    },
+    staleAllowed: (route) => options.maxStaleSeconds > 0 && (route.kind !== 'server' || options.staleServerRoutes),
+    prefetchHits: options.prefetchHits,
     log,
     logQueries: options.logQueries,
     now,
+  });
+  const metrics = createForwarderMetrics(registry, {
+    cache: counters,
+    cacheEntries: () => cache.size,
+    push: queries.push,
+    zones: () => zoneSync.zones(),
   });
 
   const handler = createQueryPipeline({
@@ -118,6 +175,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     recursionAvailable: true,
     // Forwarded whatever the class; CHAOS is answered here (statistics).
     classes: [QCLASS.IN, QCLASS.CH, QCLASS.ANY],
+    // NOTIFY from the record-builder: push invalidation (zone-sync.ts).
+    opcodes: [OPCODE.QUERY, OPCODE.NOTIFY],
     udpPayloadBytes: options.ednsPacketMax,
     log,
     observe: (outcome) => {
@@ -152,16 +211,26 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       const poll = setInterval(() => void config.reload(), options.configPollMs);
       poll.unref();
       closers.push('config poll', () => clearInterval(poll));
+      if (options.soaCheckMs > 0) {
+        const soaCheck = setInterval(() => void zoneSync.checkAll(), options.soaCheckMs);
+        soaCheck.unref();
+        closers.push('SOA check', () => clearInterval(soaCheck));
+      }
+      const metricsHttp = await listenHttp(options.metricsAddress, options.metricsPort, {
+        '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }),
+      });
+      closers.push('metrics', () => metricsHttp.close());
       if (options.loopDetect) await loops.check(config.routes().servers());
       const port = listeners[0]?.port ?? 0;
       log.info('ready', {
         port,
+        metricsPort: metricsHttp.port,
         addresses: options.listenAddresses,
         cacheSize: options.cacheSize,
         udpReceiveBufferBytes: listeners[0]?.udpReceiveBufferBytes() ?? 0,
         routes: config.routes().describe(),
       });
-      return { port, addresses: [...options.listenAddresses] };
+      return { port, addresses: [...options.listenAddresses], metricsPort: metricsHttp.port };
     },
     async shutdown() {
       if (!draining) {

@@ -34,7 +34,10 @@ export const forwarderFlags = {
     },
   ),
   'cache-size': flag.int('cache entries; 0 disables the cache', 150, { aliases: ['c'], min: 0, max: 10_000_000 }),
-  'no-negcache': flag.bool('do not cache NXDOMAIN or NODATA answers', { aliases: ['N'] }),
+  'no-negcache': flag.bool(
+    'do not cache NXDOMAIN or NODATA answers, except in zones whose changes are pushed (NOTIFY), where they are dropped the moment the name appears',
+    { aliases: ['N'] },
+  ),
   'neg-ttl': ttlFlag(
     'negative TTL when the answer carries no SOA, and a cap on negative TTLs; 0 = only the SOA decides',
     0,
@@ -57,6 +60,30 @@ export const forwarderFlags = {
   'max-tcp-connections': flag.int('client TCP connections at most', 1000, { min: 1, max: 1_000_000 }),
   'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 10_000),
   'edns-packet-max': ednsPacketMaxFlag(),
+  'metrics-port': flag.int('Prometheus /metrics port (CoreDNS’s 9153); 0 picks a free one', 9153, {
+    min: 0,
+    max: 65535,
+  }),
+  'metrics-address': flag.string('address /metrics listens on', '0.0.0.0', {
+    check: (raw) => (isIP(raw) ? undefined : 'an IP address'),
+  }),
+  'soa-check-interval': flag.duration(
+    'how often each pushed zone’s SOA serial is checked against its server, so a lost NOTIFY costs at most this; 0 = never',
+    5_000,
+  ),
+  'use-stale-cache': flag.int(
+    'serve an expired answer up to this many seconds past its TTL when every server of its route fails (RFC 8767); 0 = never',
+    86_400,
+    { min: 0, max: 2_147_483_647 },
+  ),
+  'stale-server-routes': flag.bool(
+    'serve stale answers for --server=/domain/ routes too (by default only stub domains and the default upstreams: in kube-dns’s layout the /domain/ routes are the record-builder’s zones, where a dead pod IP is worse than an error)',
+  ),
+  'prefetch-hits': flag.int(
+    'refresh an entry asked this many times in the background once under a tenth of its TTL is left; 0 = never',
+    2,
+    { min: 0, max: 1_000_000 },
+  ),
   lameduck: flag.duration('after SIGTERM, keep answering this long before closing', 5_000),
   'keep-in-foreground': flag.accepted('accepted (dnsmasq -k); the forwarder always runs in the foreground', {
     aliases: ['k'],
@@ -97,6 +124,12 @@ export interface ForwarderOptions {
   readonly maxTcpConnections: number;
   readonly tcpIdleTimeoutMs: number;
   readonly ednsPacketMax: number;
+  readonly metricsPort: number;
+  readonly metricsAddress: string;
+  readonly soaCheckMs: number;
+  readonly maxStaleSeconds: number;
+  readonly staleServerRoutes: boolean;
+  readonly prefetchHits: number;
   readonly lameduckMs: number;
 }
 
@@ -131,6 +164,12 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     maxTcpConnections: values['max-tcp-connections'],
     tcpIdleTimeoutMs: values['tcp-idle-timeout'],
     ednsPacketMax: values['edns-packet-max'],
+    metricsPort: values['metrics-port'],
+    metricsAddress: values['metrics-address'],
+    soaCheckMs: values['soa-check-interval'],
+    maxStaleSeconds: values['use-stale-cache'],
+    staleServerRoutes: values['stale-server-routes'],
+    prefetchHits: values['prefetch-hits'],
     lameduckMs: values.lameduck,
   });
 }

@@ -26,6 +26,8 @@ export function launchForwarder(server: string, extra: readonly string[] = []): 
       '--listen-address=127.0.0.1',
       '--port=0',
       '--lameduck=0s',
+      '--metrics-port=0',
+      '--metrics-address=127.0.0.1',
       ...extra,
     ],
   });
@@ -45,6 +47,7 @@ export async function upstream(options: TestUpstreamOptions = {}): Promise<TestU
 export interface ForwarderUnderTest {
   forwarder: Forwarder;
   port: number;
+  metricsPort: number;
   resolver: Resolver;
   clock: { advance(ms: number): void };
   logs: Array<Record<string, unknown>>;
@@ -62,6 +65,8 @@ export async function startForwarder(args: string[]): Promise<ForwarderUnderTest
     '--listen-address=127.0.0.1',
     '--port=0',
     '--lameduck=0s',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
     ...resolv,
     ...args,
   ]).values;
@@ -76,7 +81,7 @@ export async function startForwarder(args: string[]): Promise<ForwarderUnderTest
     child: () => log,
   };
   const forwarder = createForwarder(toForwarderOptions(values), { log, now: () => nowMs });
-  const { port } = await forwarder.start();
+  const { port, metricsPort } = await forwarder.start();
   cleanups.push(() => forwarder.shutdown());
   const resolver = new Resolver({ timeout: 3000, tries: 1 });
   resolver.setServers([`127.0.0.1:${port}`]);
@@ -85,6 +90,7 @@ export async function startForwarder(args: string[]): Promise<ForwarderUnderTest
   return {
     forwarder,
     port,
+    metricsPort,
     resolver,
     logs,
     clock: {

@@ -55,6 +55,8 @@ async function dnsPair(forwarderPort = 0) {
     `--server=/cluster.local/127.0.0.1#${rbPort}`,
     '--listen-address=127.0.0.1',
     '--lameduck=0s',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
   ];
   const fw = await launch(dist('forwarder'), [...fwArgs, `--port=${forwarderPort}`]);
   return { rb, rbPort, rbArgs, fw, fwPort: fw.ready.port as number, fwArgs };

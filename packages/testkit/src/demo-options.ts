@@ -13,6 +13,7 @@ export const demoFlags = {
   'healthz-port': flag.int('record-builder readiness port; 0 picks a free one', 8081, { min: 0, max: 65535 }),
   'metrics-port': flag.int('record-builder metrics port; 0 picks a free one', 10055, { min: 0, max: 65535 }),
   'sidecar-port': flag.int('sidecar HTTP port; 0 picks a free one', 10054, { min: 0, max: 65535 }),
+  'forwarder-metrics-port': flag.int('forwarder metrics port; 0 picks a free one', 9153, { min: 0, max: 65535 }),
   domain: flag.string('cluster domain', 'cluster.local'),
   upstream: flag.string('upstream nameserver ip[#port] for names outside the cluster (default: /etc/resolv.conf)', ''),
   'probe-interval': flag.int('sidecar probe interval in seconds', 5, { min: 1 }),

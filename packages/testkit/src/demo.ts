@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { startApiServer } from './api-server.js';
 import { demoFlags, repoRoot } from './demo-options.js';
+import { freePort } from './free-port.js';
 import { loadManifestFolder } from './manifests.js';
 import { type LaunchedProcess, launchProcess } from './process-launcher.js';
 
@@ -66,6 +67,8 @@ await runMain(
       }
 
       async function startStack() {
+        // The record-builder NOTIFYs the forwarder, which starts after it: its port is fixed first.
+        const port = values['dns-port'] || (await freePort());
         const rb = await launch('record-builder', [
           `--kubecfg-file=${kubeconfig}`,
           `--domain=${domain}`,
@@ -75,6 +78,7 @@ await runMain(
           `--healthz-port=${values['healthz-port']}`,
           `--metrics-port=${values['metrics-port']}`,
           `--lameduck=${values.lameduck}`,
+          `--notify=127.0.0.1:${port}`,
         ]);
         const rbPort = rb.dnsPort as number;
         const fw = await launch('forwarder', [
@@ -85,14 +89,15 @@ await runMain(
           '--dns-loop-detect',
           '--log-facility=-',
           '--listen-address=127.0.0.1',
-          `--port=${values['dns-port']}`,
+          `--port=${port}`,
           `--server=/${domain}/127.0.0.1#${rbPort}`,
           `--server=/in-addr.arpa/127.0.0.1#${rbPort}`,
           `--server=/ip6.arpa/127.0.0.1#${rbPort}`,
           `--lameduck=${values.lameduck}`,
+          '--metrics-address=127.0.0.1',
+          `--metrics-port=${values['forwarder-metrics-port']}`,
           ...(values.upstream ? ['--no-resolv', `--server=${values.upstream}`] : []),
         ]);
-        const port = fw.port as number;
         const sc = await launch('sidecar', [
           '--v=2',
           `--probe=kubedns,127.0.0.1:${rbPort},kubernetes.default.svc.${domain},${values['probe-interval']},SRV`,
@@ -118,6 +123,7 @@ await runMain(
             `  dig @127.0.0.1 -p ${port} +short chaos txt hits.bind      # cache statistics`,
             `  curl -s 127.0.0.1:${sidecarPort}/healthcheck/kubedns; curl -s 127.0.0.1:${sidecarPort}/metrics | grep kubedns_`,
             `  curl -s 127.0.0.1:${rb.healthzPort}/readiness; curl -s 127.0.0.1:${rb.healthzPort}/cache`,
+            `  curl -s 127.0.0.1:${fw.metricsPort}/metrics | grep clusterdns_forwarder_   # NOTIFYs, IXFRs, invalidations`,
             `No dig? node -e "const r=new (require('dns').promises.Resolver)();r.setServers(['127.0.0.1:${port}']);r.resolve4('kubernetes.default.svc.${z}').then(console.log)"`,
             ...(api ? [`Change the demo cluster through its API: ${api.url} (kubeconfig ${kubeconfig})`] : []),
             'Ctrl-C stops everything.',
@@ -129,6 +135,7 @@ await runMain(
           recordBuilderPort: rbPort,
           healthzPort: rb.healthzPort,
           metricsPort: rb.metricsPort,
+          forwarderMetricsPort: fw.metricsPort,
           sidecarPort,
           apiUrl: api?.url,
           kubeconfig,

@@ -7,6 +7,7 @@ export {
 } from './api-server.js';
 export { demoFlags } from './demo-options.js';
 export * as fixtures from './fixtures.js';
+export { freePort } from './free-port.js';
 export { loadManifestFolder } from './manifests.js';
 export { createNetns, linkNetns, type Netns, netnsUnavailable } from './netns.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';

@@ -1,0 +1,118 @@
+import { createSilentLogger } from '@cluster-dns/runtime';
+import { type Fqdn, toFqdn, type ZoneChange } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { createZoneSync } from './zone-sync.js';
+
+const Z = toFqdn('cluster.local');
+const RB = { host: '127.0.0.1', port: 10053 };
+
+function harness(transfer: (serial: number) => Promise<ZoneChange>) {
+  const evicted: Fqdn[][] = [];
+  const flushed: Fqdn[] = [];
+  let serial = 100;
+  const transfers: number[] = [];
+  const sync = createZoneSync({
+    serverFor: (zone) => (zone === Z ? RB : undefined),
+    allowedSources: () => ['127.0.0.1'],
+    transfer: (_server, _zone, from) => {
+      transfers.push(from);
+      return transfer(from);
+    },
+    soaSerial: async () => serial,
+    evictNames: (names) => {
+      evicted.push([...names].sort());
+      return evicted.at(-1)?.length ?? 0;
+    },
+    flushZone: (zone) => {
+      flushed.push(zone);
+      return 1;
+    },
+    log: createSilentLogger(),
+  });
+  return {
+    sync,
+    evicted,
+    flushed,
+    transfers,
+    setSerial: (s: number) => {
+      serial = s;
+    },
+  };
+}
+
+describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
+  it('refuses a NOTIFY from anyone but the zone’s servers, and leaves the zone unpushed', async () => {
+    const h = harness(async () => ({ kind: 'up-to-date', serial: 100 }));
+    expect(await h.sync.notify(Z, '10.0.0.9')).toBe('refused');
+    expect(h.sync.isPushed(toFqdn(`web.shop.svc.${Z}`))).toBe(false);
+  });
+
+  it('on the first NOTIFY flushes the zone once and learns the serial; then evicts changed names and their ancestors', async () => {
+    const h = harness(async () => ({
+      kind: 'incremental',
+      serial: 101,
+      names: new Set([toFqdn(`new.shop.svc.${Z}`)]),
+    }));
+    expect(await h.sync.notify(Z, '::ffff:127.0.0.1')).toBe('accepted');
+    expect(h.flushed).toEqual([Z]);
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 100 }]);
+    expect(h.sync.isPushed(toFqdn(`x.shop.svc.${Z}`))).toBe(true);
+    expect(h.sync.isPushed(toFqdn('example.org'))).toBe(false);
+    const epoch = h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`));
+    expect(await h.sync.notify(Z, '127.0.0.1')).toBe('accepted');
+    expect(h.transfers).toEqual([100]);
+    // The new name, and every name above it in the zone: an NXDOMAIN there is now NODATA.
+    expect(h.evicted).toEqual([[`new.shop.svc.${Z}`, `shop.svc.${Z}`, `svc.${Z}`, Z].sort()]);
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 101 }]);
+    expect(h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`))).toBeGreaterThan(epoch);
+  });
+
+  it('flushes the zone when the server sends it whole, and reports a failed transfer', async () => {
+    let next: () => Promise<ZoneChange> = async () => ({ kind: 'full', serial: 150 });
+    const h = harness(() => next());
+    await h.sync.notify(Z, '127.0.0.1');
+    await h.sync.notify(Z, '127.0.0.1');
+    expect(h.flushed).toEqual([Z, Z]);
+    next = async () => {
+      throw new Error('connection refused');
+    };
+    expect(await h.sync.notify(Z, '127.0.0.1')).toBe('failed');
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 150 }]);
+  });
+
+  it('runs one transfer at a time: NOTIFYs during one make exactly one more', async () => {
+    const releases: Array<() => void> = [];
+    let serial = 100;
+    const h = harness(
+      () =>
+        new Promise<ZoneChange>((resolve) => {
+          releases.push(() => resolve({ kind: 'incremental', serial: ++serial, names: new Set() }));
+        }),
+    );
+    await h.sync.notify(Z, '127.0.0.1');
+    const first = h.sync.notify(Z, '127.0.0.1');
+    const second = h.sync.notify(Z, '127.0.0.1');
+    const third = h.sync.notify(Z, '127.0.0.1');
+    await expect.poll(() => releases.length).toBe(1);
+    releases[0]?.();
+    await expect.poll(() => releases.length).toBe(2);
+    releases[1]?.();
+    expect(await Promise.all([first, second, third])).toEqual(['accepted', 'accepted', 'accepted']);
+    expect(h.transfers).toEqual([100, 101]);
+  });
+
+  it('catches a lost NOTIFY at the SOA check', async () => {
+    const h = harness(async (from) => ({
+      kind: 'incremental',
+      serial: from + 5,
+      names: new Set([toFqdn(`a.b.svc.${Z}`)]),
+    }));
+    await h.sync.notify(Z, '127.0.0.1');
+    await h.sync.checkAll();
+    expect(h.transfers).toEqual([]);
+    h.setSerial(105);
+    await h.sync.checkAll();
+    expect(h.transfers).toEqual([100]);
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 105 }]);
+  });
+});

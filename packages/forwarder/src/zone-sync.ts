@@ -1,0 +1,173 @@
+import type { Logger } from '@cluster-dns/runtime';
+import { type Fqdn, isInZone, parentOf, type ZoneChange } from '@cluster-dns/wire';
+
+export interface ZoneServer {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface ZoneSyncDeps {
+  /** The record-builder a zone's queries go to (the first server of its route), or undefined. */
+  serverFor(zone: Fqdn): ZoneServer | undefined;
+  /** Every address the zone's queries may go to: NOTIFY is taken from these only. */
+  allowedSources(zone: Fqdn): readonly string[];
+  /** IXFR from `serial` (wire's transferTcp and ZoneChangeReader; injected so this runs without sockets). */
+  transfer(server: ZoneServer, zone: Fqdn, serial: number): Promise<ZoneChange>;
+  /** The zone's SOA serial, asked of the server directly (not through the cache). */
+  soaSerial(server: ZoneServer, zone: Fqdn): Promise<number>;
+  /** Drops cached entries holding these names; returns how many. */
+  evictNames(names: Iterable<Fqdn>): number;
+  /** Drops every cached entry in the zone; returns how many. */
+  flushZone(zone: Fqdn): number;
+  log: Logger;
+  hooks?: {
+    onNotify?(result: 'accepted' | 'refused'): void;
+    onTransfer?(result: ZoneChange['kind'] | 'failed'): void;
+    onInvalidated?(entries: number): void;
+  };
+}
+
+export interface ZoneSync {
+  /**
+   * A NOTIFY for `zone` from `source`: refused unless the source is one of the zone's servers;
+   * else the zone is pushed from now on, and this resolves once its changes are fetched and the
+   * stale entries dropped (the NOTIFY is answered then, so the sender times the whole path).
+   */
+  notify(zone: Fqdn, source: string): Promise<'accepted' | 'refused' | 'failed'>;
+  /** True when the name is in a zone whose changes are pushed: its negative answers are safe to cache. */
+  isPushed(name: Fqdn): boolean;
+  /** Bumped whenever entries of the name's zone are dropped: an answer fetched across a bump is not cached. */
+  epochOf(name: Fqdn): number;
+  /** SOA check of every pushed zone (on a timer): a lost NOTIFY is caught here. */
+  checkAll(): Promise<void>;
+  /** Zones pushed, with the serial held. */
+  zones(): Array<{ zone: Fqdn; serial: number | undefined }>;
+}
+
+interface ZoneState {
+  serial: number | undefined;
+  epoch: number;
+  syncing: Promise<boolean> | undefined;
+  again: boolean;
+}
+
+/**
+ * The forwarder's end of push invalidation. A zone becomes pushed on its first NOTIFY from its
+ * own server (the record-builder): the zone's cached entries are dropped once and its serial
+ * learnt. Each later NOTIFY (or SOA check that sees another serial) fetches an IXFR from the serial
+ * held and drops every entry holding a changed name, or one of its ancestors in the zone (a new
+ * name turns an NXDOMAIN above it into NODATA); a reply in the whole-zone form flushes the zone.
+ * One transfer per zone at a time; a NOTIFY during one makes it go round again.
+ */
+export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
+  const zones = new Map<Fqdn, ZoneState>();
+
+  const zoneFor = (name: Fqdn): [Fqdn, ZoneState] | undefined => {
+    let best: [Fqdn, ZoneState] | undefined;
+    for (const entry of zones)
+      if (isInZone(name, entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
+    return best;
+  };
+
+  const once = async (zone: Fqdn, state: ZoneState): Promise<boolean> => {
+    const server = deps.serverFor(zone);
+    if (!server) return false;
+    try {
+      if (state.serial === undefined) {
+        // Entering push mode: what was cached before is not covered by any journal.
+        const serial = await deps.soaSerial(server, zone);
+        state.epoch++;
+        const dropped = deps.flushZone(zone);
+        deps.hooks?.onInvalidated?.(dropped);
+        state.serial = serial;
+        deps.log.info('zone pushed: cached answers follow its changes', { zone, serial, dropped });
+        return true;
+      }
+      const change = await deps.transfer(server, zone, state.serial);
+      deps.hooks?.onTransfer?.(change.kind);
+      let dropped = 0;
+      if (change.kind === 'full') {
+        state.epoch++;
+        dropped = deps.flushZone(zone);
+      } else if (change.kind === 'incremental' && change.names.size > 0) {
+        const names = new Set<Fqdn>();
+        for (const name of change.names) {
+          for (let n = name; isInZone(n, zone); n = parentOf(n)) {
+            names.add(n);
+            if (n === zone) break;
+          }
+        }
+        state.epoch++;
+        dropped = deps.evictNames(names);
+      }
+      if (dropped) deps.hooks?.onInvalidated?.(dropped);
+      state.serial = change.serial;
+      return true;
+    } catch (error) {
+      deps.hooks?.onTransfer?.('failed');
+      deps.log.warn('zone transfer failed; the next NOTIFY or SOA check tries again', { zone, err: error });
+      return false;
+    }
+  };
+
+  const sync = (zone: Fqdn, state: ZoneState): Promise<boolean> => {
+    if (state.syncing) {
+      state.again = true;
+      return state.syncing;
+    }
+    state.syncing = (async () => {
+      let ok = false;
+      do {
+        state.again = false;
+        ok = await once(zone, state);
+      } while (state.again);
+      state.syncing = undefined;
+      return ok;
+    })();
+    return state.syncing;
+  };
+
+  return {
+    async notify(zone, source) {
+      const plain = source.replace(/^::ffff:/, '');
+      if (!deps.allowedSources(zone).includes(plain)) {
+        deps.hooks?.onNotify?.('refused');
+        return 'refused';
+      }
+      deps.hooks?.onNotify?.('accepted');
+      let state = zones.get(zone);
+      if (!state) {
+        state = { serial: undefined, epoch: 0, syncing: undefined, again: false };
+        zones.set(zone, state);
+      }
+      return (await sync(zone, state)) ? 'accepted' : 'failed';
+    },
+    isPushed: (name) => {
+      const found = zoneFor(name);
+      return found !== undefined && found[1].serial !== undefined;
+    },
+    epochOf: (name) => zoneFor(name)?.[1].epoch ?? 0,
+    async checkAll() {
+      await Promise.all(
+        [...zones].map(async ([zone, state]) => {
+          const server = deps.serverFor(zone);
+          if (!server || state.serial === undefined || state.syncing) return;
+          try {
+            const serial = await deps.soaSerial(server, zone);
+            if (serial !== state.serial) {
+              deps.log.info('SOA check: serial moved without a NOTIFY; fetching the changes', {
+                zone,
+                held: state.serial,
+                serial,
+              });
+              await sync(zone, state);
+            }
+          } catch (error) {
+            deps.log.debug('SOA check failed', { zone, err: error });
+          }
+        }),
+      );
+    },
+    zones: () => [...zones].map(([zone, state]) => ({ zone, serial: state.serial })),
+  };
+}
