@@ -5,8 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixtures, startApiServer, waitFor } from '@cluster-dns/testkit';
-import { QTYPE, queryDns } from '@cluster-dns/wire';
+import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import {
   LOAD_CORE,
   machine,
@@ -23,6 +22,7 @@ import {
   withCpu,
   writeQueryFile,
 } from './lib.mjs';
+import { runPropagation } from './push.mjs';
 import { runScale, runSizing } from './scale.mjs';
 
 const argv = process.argv.slice(2);
@@ -175,57 +175,8 @@ if (want(5)) {
   );
 }
 
-// ---- case 6: propagation of an EndpointSlice change through the forwarder's warm cache
-if (want(6)) {
-  const count = quick ? 40 : 200;
-  const objects = [];
-  for (let i = 0; i < count; i++) {
-    objects.push(fixtures.service('prop', `h-${i}`, { headless: true }));
-    objects.push(
-      fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]),
-    );
-  }
-  const cluster = await startCluster(objects);
-  const { api, rb } = cluster;
-  const fw = await startOurs(
-    'forwarder',
-    forwarderArgs(toRecordBuilder(rb.ready.dnsPort), ['--cache-size=1000', '--no-negcache']),
-  );
-  const measure = async (port) => {
-    const times = await Promise.all(
-      Array.from({ length: count }, async (_, i) => {
-        const name = `h-${i}.prop.svc.cluster.local`;
-        await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A);
-        await new Promise((r) => setTimeout(r, Math.random() * 2000));
-        const next = `10.121.${i >> 8}.${i & 255}`;
-        const t0 = performance.now();
-        api.apply(fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [next] }]));
-        await waitFor(
-          async () =>
-            (await queryDns({ host: '127.0.0.1', port }, name, QTYPE.A)).answers.some((a) => a.address === next),
-          { timeoutMs: 60_000, intervalMs: 100 },
-        );
-        // Put it back for the next measurement.
-        api.apply(
-          fixtures.endpointSlice('prop', `h-${i}`, `h-${i}-0`, [{ addresses: [`10.120.${i >> 8}.${i & 255}`] }]),
-        );
-        return performance.now() - t0;
-      }),
-    );
-    times.sort((a, b) => a - b);
-    return {
-      changes: count,
-      p50Ms: round(times[Math.floor(count / 2)]),
-      p99Ms: round(times[Math.floor(count * 0.99)]),
-      maxMs: round(times.at(-1)),
-    };
-  };
-  row('6. propagation: record-builder direct', 'cluster-dns', await measure(rb.ready.dnsPort));
-  await new Promise((r) => setTimeout(r, 500));
-  row('6. propagation: through the forwarder (warm cache, TTL 30 s)', 'cluster-dns', await measure(fw.ready.port));
-  await fw.stop();
-  await cluster.stop();
-}
+// ---- case 6: a change through the forwarder's warm cache, pushed or not; search walks; stale (bench/push.mjs)
+if (want(6)) await runPropagation({ row, quick });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);
