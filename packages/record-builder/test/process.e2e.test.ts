@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fixtures, launchProcess } from '@cluster-dns/testkit';
+import { fixtures, launchProcess, waitFor } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -63,7 +63,12 @@ describe('record-builder as a process', () => {
     await rb.query('kubernetes.default.svc.cluster.local', QTYPE.A);
     await rb.query('nope.default.svc.cluster.local', QTYPE.A);
     await rb.query('1.0.96.10.in-addr.arpa', QTYPE.PTR);
-    const text = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+    const scrape = async () => (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+    // Ready comes with the lists; a watch opening (its timestamp) may follow a moment later.
+    await waitFor(async () => (await scrape()).includes('last_sync_timestamp_seconds{resource="endpointslices"}'), {
+      what: 'both watches open',
+    });
+    const text = await scrape();
     expect(text).toMatch(/skydns_skydns_dns_request_count_total\{system="auth"\} 2/);
     expect(text).toMatch(/skydns_skydns_dns_request_count_total\{system="reverse"\} 1/);
     expect(text).toMatch(/skydns_skydns_dns_error_count_total\{system="auth",cause="nxdomain"\} 1/);
