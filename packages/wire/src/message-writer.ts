@@ -2,7 +2,7 @@ import { FLAG, HEADER_BYTES, OPCODE_SHIFT, QTYPE, RCODE_MASK } from './constants
 import { ipv4ToNumber, ipv6Groups } from './ip-address.js';
 import type { DnsFlags } from './message.js';
 import { labelOctets } from './names-on-wire.js';
-import type { Rr } from './records.js';
+import type { OpaqueRecord, Rr } from './records.js';
 
 const MAX_POINTER_OFFSET = 0x3fff;
 
@@ -86,54 +86,61 @@ export class MessageWriter {
     return this;
   }
 
-  /** One record into section 1 (answer), 2 (authority) or 3 (additional). */
-  record(section: 1 | 2 | 3, rr: Rr): this {
-    this.name(rr.name);
+  /** One record into section 1 (answer), 2 (authority) or 3 (additional); an opaque one's data as it is. */
+  record(section: 1 | 2 | 3, record: Rr | OpaqueRecord): this {
+    this.name(record.name);
+    const rr = record as Rr;
     this.u16(rr.type);
     this.u16(rr.class);
     this.u32(rr.ttl);
     const lengthAt = this.pos;
     this.u16(0);
     const start = this.pos;
-    switch (rr.type) {
-      case QTYPE.A:
-        this.ipv4(rr.address);
-        break;
-      case QTYPE.AAAA:
-        this.ipv6(rr.address);
-        break;
-      case QTYPE.NS:
-      case QTYPE.CNAME:
-      case QTYPE.PTR:
-        this.name(rr.target);
-        break;
-      case QTYPE.MX:
-        this.u16(rr.priority);
-        this.name(rr.target);
-        break;
-      case QTYPE.SRV:
-        this.u16(rr.priority);
-        this.u16(rr.weight);
-        this.u16(rr.port);
-        this.name(rr.target, false);
-        break;
-      case QTYPE.TXT:
-        for (const text of rr.text) {
-          const bytes = Buffer.from(text, 'utf8');
-          this.room(1 + bytes.length);
-          this.buf[this.pos++] = bytes.length;
-          bytes.copy(this.buf, this.pos);
-          this.pos += bytes.length;
-        }
-        break;
-      case QTYPE.SOA:
-        this.name(rr.soa.primary);
-        this.name(rr.soa.admin);
-        for (const n of [rr.soa.serial, rr.soa.refresh, rr.soa.retry, rr.soa.expiration, rr.soa.minimum]) this.u32(n);
-        break;
-      case QTYPE.OPT:
-        break;
-    }
+    const opaque = 'rdata' in record ? record.rdata : undefined;
+    if (opaque) {
+      this.room(opaque.length);
+      opaque.copy(this.buf, this.pos);
+      this.pos += opaque.length;
+    } else
+      switch (rr.type) {
+        case QTYPE.A:
+          this.ipv4(rr.address);
+          break;
+        case QTYPE.AAAA:
+          this.ipv6(rr.address);
+          break;
+        case QTYPE.NS:
+        case QTYPE.CNAME:
+        case QTYPE.PTR:
+          this.name(rr.target);
+          break;
+        case QTYPE.MX:
+          this.u16(rr.priority);
+          this.name(rr.target);
+          break;
+        case QTYPE.SRV:
+          this.u16(rr.priority);
+          this.u16(rr.weight);
+          this.u16(rr.port);
+          this.name(rr.target, false);
+          break;
+        case QTYPE.TXT:
+          for (const text of rr.text) {
+            const bytes = Buffer.from(text, 'utf8');
+            this.room(1 + bytes.length);
+            this.buf[this.pos++] = bytes.length;
+            bytes.copy(this.buf, this.pos);
+            this.pos += bytes.length;
+          }
+          break;
+        case QTYPE.SOA:
+          this.name(rr.soa.primary);
+          this.name(rr.soa.admin);
+          for (const n of [rr.soa.serial, rr.soa.refresh, rr.soa.retry, rr.soa.expiration, rr.soa.minimum]) this.u32(n);
+          break;
+        case QTYPE.OPT:
+          break;
+      }
     this.buf.writeUInt16BE(this.pos - start, lengthAt);
     this.counts[section] = (this.counts[section] as number) + 1;
     return this;

@@ -2,6 +2,7 @@ import dns2 from 'dns2';
 import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
 import { NameError, QueryFormatError } from './errors.js';
 import { canonicalIpv6 } from './ip-address.js';
+import { MessageWriter } from './message-writer.js';
 import { labelOctets, readName } from './names-on-wire.js';
 import type { DecodedRr, NameRecord, Rr } from './records.js';
 
@@ -101,7 +102,19 @@ function toDns2(rr: Rr): Record<string, unknown> {
  * Encodes a whole message with dns2 (names compressed). Costs ~15–20 µs and more per record:
  * for replies built once and kept, error paths and tests, never per query.
  */
-export function encodeMessage(message: DnsMessage): Buffer {
+export function encodeMessage(message: DnsMessage | DecodedMessage): Buffer {
+  const sections = [message.answers, message.authorities, message.additionals] as const;
+  // dns2 writes only the types it models and clamps a 32-bit TTL field to 2^31-1 (the OPT's holds
+  // the extended rcode and flags): a message carrying an opaque record (RFC 3597) or such a field
+  // is written by our own writer, which copies both as they are.
+  if (sections.some((list) => list.some((rr) => rr.rdata !== undefined || rr.ttl > 0x7fffffff))) {
+    const writer = new MessageWriter(512);
+    for (const q of message.questions) writer.question(q.name, q.type, q.class);
+    sections.forEach((list, i) => {
+      for (const rr of list) writer.record((i + 1) as 1 | 2 | 3, rr);
+    });
+    return writer.finish(message.id, message.flags);
+  }
   const f = message.flags;
   const packet = new Packet({
     id: message.id,
@@ -121,9 +134,9 @@ export function encodeMessage(message: DnsMessage): Buffer {
     type: q.type,
     class: q.class,
   })) as never;
-  packet.answers = message.answers.map(toDns2) as never;
-  packet.authorities = message.authorities.map(toDns2) as never;
-  packet.additionals = message.additionals.map(toDns2) as never;
+  packet.answers = (message.answers as Rr[]).map(toDns2) as never;
+  packet.authorities = (message.authorities as Rr[]).map(toDns2) as never;
+  packet.additionals = (message.additionals as Rr[]).map(toDns2) as never;
   return packet.toBuffer();
 }
 
@@ -211,6 +224,15 @@ function readRecordData(raw: Buffer, record: RecordHead, at: number, end: number
 }
 
 /**
+ * A record's TTL as RFC 2181 §8 says to take it: a value with the top bit set is 0. The OPT's
+ * TTL field is not a TTL (extended rcode, version, flags) and is read as it is.
+ */
+export function wireTtl(raw: Buffer, offset: number, type: number): number {
+  const ttl = raw.readUInt32BE(offset);
+  return type !== QTYPE.OPT && ttl > 0x7fffffff ? 0 : ttl;
+}
+
+/**
  * Decodes a whole message exactly: names in their escaped text form, every record type (opaque
  * where not modelled). Trailing octets after the last record are ignored. Throws QueryFormatError.
  */
@@ -234,12 +256,15 @@ export function decodeMessage(raw: Buffer): DecodedMessage {
       const rdlength = raw.readUInt16BE(end + 8);
       const dataEnd = end + 10 + rdlength;
       if (dataEnd > raw.length) throw new QueryFormatError('record data runs past the end of the message', true);
-      const head = {
-        name,
-        type: raw.readUInt16BE(end),
-        class: raw.readUInt16BE(end + 2),
-        ttl: raw.readUInt32BE(end + 4),
-      };
+      const type = raw.readUInt16BE(end);
+      if (type === QTYPE.OPT) {
+        // RFC 6891 §6.1.1: one OPT, in the additional section, owned by the root.
+        if (s !== 2) throw new QueryFormatError('an OPT record outside the additional section', true);
+        if (name !== '.') throw new QueryFormatError('an OPT record not owned by the root', true);
+        if (sections[2]?.some((r) => r.type === QTYPE.OPT))
+          throw new QueryFormatError('more than one OPT record', true);
+      }
+      const head = { name, type, class: raw.readUInt16BE(end + 2), ttl: wireTtl(raw, end + 4, type) };
       (sections[s] as DecodedRr[]).push(readRecordData(raw, head, end + 10, dataEnd));
       pos = dataEnd;
     }

@@ -1,5 +1,6 @@
 import { FLAG, HEADER_BYTES, QTYPE, RCODE_MASK } from './constants.js';
 import { QueryFormatError } from './errors.js';
+import { wireTtl } from './message.js';
 import { skipName } from './names-on-wire.js';
 
 export interface ScannedRecord {
@@ -60,7 +61,7 @@ export function scanResponse(msg: Buffer): ScannedResponse {
         type,
         start,
         ttlOffset,
-        ttl: msg.readUInt32BE(ttlOffset),
+        ttl: wireTtl(msg, ttlOffset, type),
         end: pos,
         rdataOffset,
       };
