@@ -202,6 +202,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           handler,
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
           maxTcpConnections: options.maxTcpConnections,
+          maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
           onHandlerError: (error) => log.debug('send failed', { err: error }),
         });
         listeners.push(listener);

@@ -58,6 +58,11 @@ export const forwarderFlags = {
   'upstream-timeout': flag.duration('wait this long for one upstream before trying the next', 1_500),
   'forward-deadline': flag.duration('answer SERVFAIL when no upstream of the route answered in this time', 4_000),
   'max-tcp-connections': flag.int('client TCP connections at most', 1000, { min: 1, max: 1_000_000 }),
+  'max-tcp-connections-per-client': flag.int(
+    'TCP connections from one client address at most, so one client cannot take them all',
+    100,
+    { min: 1, max: 1_000_000 },
+  ),
   'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 10_000),
   'edns-packet-max': ednsPacketMaxFlag(),
   'metrics-port': flag.int('Prometheus /metrics port (CoreDNS’s 9153); 0 picks a free one', 9153, {
@@ -122,6 +127,7 @@ export interface ForwarderOptions {
   readonly upstreamTimeoutMs: number;
   readonly forwardDeadlineMs: number;
   readonly maxTcpConnections: number;
+  readonly maxTcpConnectionsPerClient: number;
   readonly tcpIdleTimeoutMs: number;
   readonly ednsPacketMax: number;
   readonly metricsPort: number;
@@ -162,6 +168,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     upstreamTimeoutMs: values['upstream-timeout'],
     forwardDeadlineMs: values['forward-deadline'],
     maxTcpConnections: values['max-tcp-connections'],
+    maxTcpConnectionsPerClient: values['max-tcp-connections-per-client'],
     tcpIdleTimeoutMs: values['tcp-idle-timeout'],
     ednsPacketMax: values['edns-packet-max'],
     metricsPort: values['metrics-port'],

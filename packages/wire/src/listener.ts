@@ -29,6 +29,8 @@ export interface ListenDnsOptions {
   tcpIdleTimeoutMs?: number;
   /** New TCP connections past this many are closed at once. */
   maxTcpConnections?: number;
+  /** New TCP connections from one client address past this many are closed at once (default: no own cap). */
+  maxTcpConnectionsPerClient?: number;
   /** Pause reading a TCP connection while this many of its queries are unanswered. */
   maxTcpPipelined?: number;
   /**
@@ -172,13 +174,19 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
 
   const idleMs = options.tcpIdleTimeoutMs ?? 10_000;
   const maxConnections = options.maxTcpConnections ?? 1000;
+  const maxPerClient = options.maxTcpConnectionsPerClient ?? maxConnections;
+  const perClient = new Map<string, number>();
   const maxPipelined = options.maxTcpPipelined ?? 100;
   tcp.on('error', (error) => reportError(error, { transport: 'tcp', remoteAddress: '', remotePort: 0 }));
   tcp.on('connection', (socket) => {
-    if (draining || connections.size >= maxConnections) {
+    const client = socket.remoteAddress ?? '';
+    const fromClient = perClient.get(client) ?? 0;
+    // One client holding many connections is cut off before it can take them all from the others.
+    if (draining || connections.size >= maxConnections || fromClient >= maxPerClient) {
       socket.destroy();
       return;
     }
+    perClient.set(client, fromClient + 1);
     const connection = serveTcpConnection(socket, {
       handler,
       idleMs,
@@ -189,6 +197,9 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
     connections.add(connection);
     socket.on('close', () => {
       connections.delete(connection);
+      const left = (perClient.get(client) ?? 1) - 1;
+      if (left > 0) perClient.set(client, left);
+      else perClient.delete(client);
       checkSettled();
     });
   });
