@@ -36,6 +36,10 @@ export interface CachePolicy {
   maxCacheTtlSeconds: number;
 }
 
+/** The longest any answer is kept (RFC 8767 §4), and any negative answer (RFC 2308 §5's three hours). */
+export const MAX_TTL_SECONDS = 604_800;
+export const MAX_NEGATIVE_TTL_SECONDS = 10_800;
+
 /**
  * How long a reply may be cached, or undefined when it must not be: RFC 2308 for negative
  * answers (TTL from the SOA, capped by --neg-ttl), never SERVFAIL/REFUSED/truncated replies.
@@ -59,6 +63,9 @@ export function cacheTtlOf(reply: Buffer, scanned: ScannedResponse, policy: Cach
   } else {
     ttl = Math.min(...scanned.records.filter((r) => r.section !== 'additional').map((r) => r.ttl));
   }
+  // RFC 2308 §5 (negative answers: hours, not days) and RFC 8767 §4 (at most 7 days): an
+  // upstream that says "forever" is not believed.
+  ttl = Math.min(ttl, negative ? MAX_NEGATIVE_TTL_SECONDS : MAX_TTL_SECONDS);
   ttl = Math.max(ttl, policy.minCacheTtlSeconds);
   if (policy.maxCacheTtlSeconds > 0) ttl = Math.min(ttl, policy.maxCacheTtlSeconds);
   return ttl > 0 ? ttl : undefined;
