@@ -8,6 +8,19 @@ export {
 export { demoFlags } from './demo-options.js';
 export * as fixtures from './fixtures.js';
 export { freePort } from './free-port.js';
+export {
+  type CraftedPacket,
+  checkExpectation,
+  craftedPackets,
+  type Expectation,
+  header,
+  mutate,
+  nameBytes,
+  optRecord,
+  query,
+  question,
+  seededRandom,
+} from './malformed.js';
 export { loadManifestFolder } from './manifests.js';
 export { createNetns, linkNetns, type Netns, netnsUnavailable } from './netns.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';

@@ -1,0 +1,223 @@
+import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  fixtures,
+  freePort,
+  type LaunchedProcess,
+  launchProcess,
+  startApiServer,
+  startTestUpstream,
+  type TestApiServer,
+  type TestUpstream,
+} from '@cluster-dns/testkit';
+
+/** How much the fuzz and soak suites do: 1 in CI (`pnpm test`), more with `pnpm fuzz` / `pnpm soak`. */
+export const SCALE = Number(process.env.CLUSTER_DNS_FUZZ_SCALE ?? 1);
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+export const dist = (pkg: string) => `${root}/packages/${pkg}/dist/main.js`;
+
+export interface Stack {
+  api: TestApiServer;
+  upstream: TestUpstream;
+  rb: LaunchedProcess;
+  fw: LaunchedProcess;
+  rbPort: number;
+  fwPort: number;
+  close(): Promise<void>;
+}
+
+export const baseCluster = () => [
+  fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'], ports: [{ name: 'https', port: 443 }] }),
+  fixtures.service('shop', 'web', { clusterIPs: ['10.96.1.10', 'fd00::10'], ports: [{ name: 'http', port: 80 }] }),
+  fixtures.service('data', 'pg', { headless: true, ports: [{ name: 'pg', port: 5432 }] }),
+  fixtures.endpointSlice(
+    'data',
+    'pg',
+    'pg-1',
+    Array.from({ length: 40 }, (_, i) => ({ addresses: [`10.244.1.${i + 1}`], hostname: `pg-${i}` })),
+    { ports: [{ name: 'pg', port: 5432 }] },
+  ),
+  fixtures.service('shop', 'pay', { externalName: 'pay.example.org' }),
+];
+
+/** The record-builder and the forwarder as the manifest runs them (--notify, --no-negcache), on loopback. */
+export async function startStack(
+  options: { rbArgs?: string[]; fwArgs?: string[]; objects?: ReturnType<typeof baseCluster> } = {},
+): Promise<Stack> {
+  const api = await startApiServer({ objects: options.objects ?? baseCluster() });
+  const upstream = await startTestUpstream({
+    records: {
+      'pay.example.org.': [{ type: 1, address: '192.0.2.7', ttl: 300 }],
+      'www.example.org.': [{ type: 1, address: '192.0.2.8', ttl: 300 }],
+    },
+  });
+  const kubeconfig = join(await mkdtemp(join(tmpdir(), 'fuzz-')), 'kubeconfig');
+  await api.writeKubeconfig(kubeconfig);
+  const fwPort = await freePort();
+  const rb = await launchProcess({
+    script: dist('record-builder'),
+    args: [
+      `--kubecfg-file=${kubeconfig}`,
+      '--dns-bind-address=127.0.0.1',
+      '--dns-port=0',
+      '--healthz-bind-address=127.0.0.1',
+      '--healthz-port=0',
+      '--metrics-port=0',
+      '--lameduck=0s',
+      `--notify=127.0.0.1:${fwPort}`,
+      ...(options.rbArgs ?? []),
+    ],
+  });
+  const rbPort = rb.ready.dnsPort as number;
+  const fw = await launchProcess({
+    script: dist('forwarder'),
+    args: [
+      '-k',
+      '--cache-size=1000',
+      '--no-negcache',
+      '--no-resolv',
+      '--listen-address=127.0.0.1',
+      `--port=${fwPort}`,
+      `--server=/cluster.local/127.0.0.1#${rbPort}`,
+      `--server=/in-addr.arpa/127.0.0.1#${rbPort}`,
+      `--server=/ip6.arpa/127.0.0.1#${rbPort}`,
+      `--server=${upstream.address}`,
+      '--lameduck=0s',
+      '--metrics-port=0',
+      '--metrics-address=127.0.0.1',
+      ...(options.fwArgs ?? []),
+    ],
+  });
+  return {
+    api,
+    upstream,
+    rb,
+    fw,
+    rbPort,
+    fwPort,
+    close: async () => {
+      await fw.stop('SIGKILL');
+      await rb.stop('SIGKILL');
+      await upstream.close();
+      await api.close();
+    },
+  };
+}
+
+export function rssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
+}
+
+/** One UDP socket that sends raw messages and collects replies by ID. */
+export async function udpClient(port: number) {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  const replies: Buffer[] = [];
+  const waiters: Array<() => void> = [];
+  socket.on('message', (m) => {
+    replies.push(m);
+    for (const w of waiters.splice(0)) w();
+  });
+  const send = (m: Buffer) => socket.send(m, port, '127.0.0.1');
+  return {
+    replies,
+    send,
+    /** Sends `message` and resolves with the first reply carrying `id`, or undefined after `timeoutMs`. */
+    async ask(message: Buffer, id: number, timeoutMs = 3000): Promise<Buffer | undefined> {
+      const from = replies.length;
+      send(message);
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = replies.slice(from).find((r) => r.length >= 2 && r.readUInt16BE(0) === id);
+        if (found) return found;
+        if (Date.now() > deadline) return undefined;
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 50).unref();
+        });
+      }
+    },
+    /** Whether any reply with this ID has come so far. */
+    hasReply: (id: number) => replies.some((r) => r.length >= 2 && r.readUInt16BE(0) === id),
+    close: () => new Promise<void>((r) => socket.close(() => r())),
+  };
+}
+
+/** A TCP connection that sends length-prefixed messages and collects the replies. */
+export async function tcpClient(port: number) {
+  const socket = net.connect({ host: '127.0.0.1', port });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  let buffered = Buffer.alloc(0);
+  const replies: Buffer[] = [];
+  let closed = false;
+  const waiters: Array<() => void> = [];
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  socket.on('data', (chunk) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
+      replies.push(buffered.subarray(2, 2 + buffered.readUInt16BE(0)));
+      buffered = buffered.subarray(2 + buffered.readUInt16BE(0));
+    }
+    wake();
+  });
+  socket.on('close', () => {
+    closed = true;
+    wake();
+  });
+  socket.on('error', () => {});
+  const frame = (m: Buffer) => {
+    const f = Buffer.alloc(m.length + 2);
+    f.writeUInt16BE(m.length, 0);
+    m.copy(f, 2);
+    return f;
+  };
+  return {
+    socket,
+    replies,
+    get closed() {
+      return closed;
+    },
+    write: (bytes: Buffer) => socket.write(bytes),
+    send: (m: Buffer) => socket.write(frame(m)),
+    frame,
+    /** Until `n` replies have come, or the connection closed; false on timeout. */
+    async waitFor(n: number, timeoutMs = 3000): Promise<boolean> {
+      const deadline = Date.now() + timeoutMs;
+      while (replies.length < n && !closed) {
+        if (Date.now() > deadline) return false;
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 50).unref();
+        });
+      }
+      return replies.length >= n;
+    },
+    async closedWithin(timeoutMs: number): Promise<boolean> {
+      const deadline = Date.now() + timeoutMs;
+      while (!closed) {
+        if (Date.now() > deadline) return false;
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 50).unref();
+        });
+      }
+      return true;
+    },
+    end: () => socket.end(),
+    destroy: () => socket.destroy(),
+  };
+}
