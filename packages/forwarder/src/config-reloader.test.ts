@@ -34,6 +34,29 @@ function reloaderUnderTest() {
 const stubs = (server: string) => ({ stubDomains: JSON.stringify({ 'acme.local': [server] }) });
 
 describe('the ConfigMap reloader, without files', () => {
+  it('refuses a ConfigMap naming the forwarder itself, and skips itself in resolv.conf', async () => {
+    const self = { host: '10.0.0.10', port: 53 };
+    const isSelf = (s: { host: string; port: number }) => s.host === self.host && s.port === self.port;
+    const warnings: string[] = [];
+    let raw: RawConfig = {
+      version: 'v1',
+      data: new Map([['stubDomains', JSON.stringify({ 'acme.local': ['10.0.0.10'] })]]),
+      resolvConf: [],
+    };
+    const reloader = createConfigReloader({
+      read: async () => raw,
+      rules: [],
+      isSelf,
+      log: { ...createSilentLogger(), warn: (msg) => warnings.push(msg) },
+    });
+    expect(await reloader.reload()).toBe('invalid');
+    expect(reloader.failures).toBe(1);
+    raw = { version: 'v2', data: new Map(), resolvConf: [self, { host: '192.0.2.53', port: 53 }] };
+    expect(await reloader.reload()).toBe('applied');
+    expect(reloader.routes().upstream.servers).toEqual([{ host: '192.0.2.53', port: 53 }]);
+    expect(warnings).toEqual(['ignoring a resolv.conf nameserver that is this forwarder itself']);
+  });
+
   it('applies a valid config at once, and does nothing when the content is unchanged', async () => {
     const r = reloaderUnderTest();
     r.serve('v1', stubs('10.1.1.1'));

@@ -1,4 +1,4 @@
-import { type Logger, parseKubeDnsConfig } from '@cluster-dns/runtime';
+import { ConfigError, type HostPort, type Logger, parseKubeDnsConfig } from '@cluster-dns/runtime';
 import type { RawConfig } from './config-source.js';
 import { RouteTable } from './route-table.js';
 import type { ServerRule } from './server-flag.js';
@@ -11,6 +11,8 @@ export interface ConfigReloaderDeps {
   /** The `--server` rules, fixed for the process's life. */
   rules: readonly ServerRule[];
   log: Logger;
+  /** True for a server that is this forwarder itself: refused in the ConfigMap, skipped in resolv.conf. */
+  isSelf?(server: HostPort): boolean;
   /** Told of each new route table that replaced the previous one; may add fields to the log line. */
   onApplied?(next: RouteTable, previous: RouteTable): Record<string, unknown> | undefined;
 }
@@ -53,11 +55,22 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
       let next: RouteTable;
       try {
         const config = parseKubeDnsConfig(raw.data);
+        const isSelf = deps.isSelf ?? (() => false);
+        if (config.upstreamNameservers.some(isSelf))
+          throw new ConfigError('upstreamNameservers', 'names this forwarder itself (a forwarding loop)');
+        for (const [domain, servers] of config.stubDomains)
+          if (servers.some(isSelf))
+            throw new ConfigError('stubDomains', `${domain} names this forwarder itself (a forwarding loop)`);
+        const resolvConf = raw.resolvConf.filter((s) => !isSelf(s));
+        if (resolvConf.length < raw.resolvConf.length)
+          deps.log.warn('ignoring a resolv.conf nameserver that is this forwarder itself', {
+            skipped: raw.resolvConf.filter(isSelf),
+          });
         next = new RouteTable({
           rules: deps.rules,
           stubDomains: config.stubDomains,
           upstreamNameservers: config.upstreamNameservers,
-          resolvConf: raw.resolvConf,
+          resolvConf,
         });
       } catch (error) {
         failures++;

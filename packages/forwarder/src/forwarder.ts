@@ -1,4 +1,4 @@
-import { CloseStack, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
+import { CloseStack, FlagError, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
 import {
   buildIxfrQuery,
   createQueryPipeline,
@@ -26,6 +26,7 @@ import type { ForwarderOptions } from './options.js';
 import { createQueryHandler } from './query-handler.js';
 import { resolveQuestion } from './resolution.js';
 import { serverText } from './route-table.js';
+import { createSelfCheck } from './self-address.js';
 import type { ServerCounters } from './upstream.js';
 import { createZoneSync } from './zone-sync.js';
 
@@ -67,14 +68,19 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const listeners: DnsListener[] = [];
   const rejectedLogged = new Set<string>();
   let rejectedReplies = 0;
+  const rejectedByReason = new Map<string, number>();
   let draining = false;
   const loops = createLoopDetector({ log, disabled });
-  const udpPool = createUdpPool();
+  // Forged replies that match nothing of ours (a spray at our ports) are counted with the rest.
+  const udpPool = createUdpPool({ onStray: () => forwardOptions.onRejected('unknown', 'stray') });
+  const boundPort = () => (options.port !== 0 ? options.port : (listeners[0]?.port ?? 0));
+  const isSelf = createSelfCheck(options.listenAddresses, boundPort);
 
   const config = createConfigReloader({
     read: () => readConfigSources(options.configDir, options.resolvFile),
     rules: options.rules,
     log,
+    isSelf,
     onApplied: (next) => {
       // Cached answers of routes that did not change stay valid.
       const dropped = cache.dropStale((key) => next.routeFor(key.slice(0, key.indexOf('|')) as Fqdn).id);
@@ -96,6 +102,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason });
       }
       rejectedReplies++;
+      rejectedByReason.set(reason, (rejectedByReason.get(reason) ?? 0) + 1);
     },
   };
 
@@ -164,6 +171,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     now,
   });
   const metrics = createForwarderMetrics(registry, {
+    reloadFailures: () => config.failures,
+    rejectedReplies: () => rejectedByReason,
     cache: counters,
     cacheEntries: () => cache.size,
     push: queries.push,
@@ -194,6 +203,11 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     detectLoops: () => loops.check(config.routes().servers()),
     disabledServers: () => [...disabled],
     async start() {
+      // A --server that is ourselves is a mistake in the flags: refuse to start, naming it.
+      for (const rule of options.rules)
+        for (const server of rule.servers)
+          if (isSelf(server))
+            throw new FlagError('--server', serverText(server), 'a server other than this forwarder itself');
       await config.reload();
       for (const host of options.listenAddresses) {
         const listener = await listenDns({

@@ -5,6 +5,10 @@ import type { ZoneSync } from './zone-sync.js';
 
 /** What the metrics read at scrape time: counters the forwarder keeps for CHAOS stats too. */
 export interface ForwarderMetricSources {
+  /** Config reloads refused (invalid or unreadable ConfigMap or resolv file). */
+  reloadFailures(): number;
+  /** Upstream replies dropped, by reason (source, id, question, not-a-response, stray). */
+  rejectedReplies(): ReadonlyMap<string, number>;
   cache: CacheCounters;
   cacheEntries(): number;
   push: PushCounters;
@@ -46,6 +50,26 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Popular entries refreshed in the background before they expired.',
     () => sources.push.prefetches,
   );
+  // CoreDNS's reload plugin's name, so its alert (a bad Corefile push) fires on a bad ConfigMap.
+  counterFrom(
+    'coredns_reload_failed_total',
+    'Config reloads refused: an invalid or unreadable ConfigMap or resolv file (the last good config stays).',
+    () => sources.reloadFailures(),
+  );
+  const seenRejected = new Map<string, number>();
+  new Counter({
+    name: 'clusterdns_forwarder_rejected_replies_total',
+    help: 'Upstream replies dropped because they do not answer a query of ours, by reason: source, id, question, not-a-response, stray (matches no query at all).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      for (const [reason, now] of sources.rejectedReplies()) {
+        const before = seenRejected.get(reason) ?? 0;
+        if (now > before) this.labels(reason).inc(now - before);
+        seenRejected.set(reason, now);
+      }
+    },
+  });
   new Gauge({
     name: 'clusterdns_forwarder_cache_entries',
     help: 'Entries in the cache (stale ones kept for serve-stale included).',

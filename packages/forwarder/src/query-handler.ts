@@ -103,10 +103,12 @@ export function createQueryHandler(deps: QueryHandlerDeps): ForwarderQueryHandle
       // Pushed zones tell us when a name appears: their negative answers are safe to keep.
       const policy = pushed && !deps.policy.negativeCache ? { ...deps.policy, negativeCache: true } : deps.policy;
       const ttl = cacheTtlOf(resolved.wire, resolved.scanned, policy);
-      if (ttl !== undefined && epoch === (deps.push?.epochOf(q.key) ?? 0))
-        cache.set(key, toCachedReply(resolved.wire, resolved.scanned, ttl, resolved.route.id, deps.now()));
       recheckAfter.delete(key);
-      return resolved.wire;
+      if (ttl === undefined) return resolved.wire;
+      // The asker of a miss gets the entry's own bytes: one TTL for every record, as hits will.
+      const entry = toCachedReply(resolved.wire, resolved.scanned, ttl, resolved.route.id, deps.now());
+      if (epoch === (deps.push?.epochOf(q.key) ?? 0)) cache.set(key, entry);
+      return entry.wire;
     } catch (error) {
       deps.log.debug('upstream failure', { qname: q.key, qtype: q.qtype, err: error });
       return undefined;

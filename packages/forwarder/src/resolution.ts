@@ -15,7 +15,9 @@ import {
   toFqdn,
   writeName,
 } from '@cluster-dns/wire';
+import { MAX_TTL_SECONDS } from './cache.js';
 import type { Route, RouteTable } from './route-table.js';
+import { scrubReply } from './scrub.js';
 import { type ForwardOptions, forwardQuery, type UpstreamQuestion } from './upstream.js';
 
 /** How many CNAMEs are followed at most (kube-dns: 8). */
@@ -54,6 +56,12 @@ export async function resolveQuestion(
   }
   let wire = normalize(raw, q.name);
   let scanned = scanResponse(wire);
+  clampTtls(wire, scanned);
+  const scrubbed = scrubReply(wire, scanned, q.name);
+  if (scrubbed !== wire) {
+    wire = scrubbed;
+    scanned = scanResponse(wire);
+  }
   const mayChase =
     route.kind !== 'upstream' &&
     rcode === RCODE.NOERROR &&
@@ -83,6 +91,17 @@ function normalize(raw: Buffer, name: Fqdn): Buffer {
     if (asked.toString('latin1').toLowerCase() === canonical.toString('latin1')) canonical.copy(wire, HEADER_BYTES);
   }
   return wire;
+}
+
+/**
+ * Every TTL as a client may take it, in place: one with its top bit set is 0 (RFC 2181 §8), and
+ * none is over 7 days (RFC 8767 §4), so the asker of a miss sees what later hits will.
+ */
+function clampTtls(wire: Buffer, scanned: ScannedResponse): void {
+  for (const r of scanned.records) {
+    const raw = wire.readUInt32BE(r.ttlOffset);
+    if (raw > MAX_TTL_SECONDS) wire.writeUInt32BE(raw > 0x7fffffff ? 0 : MAX_TTL_SECONDS, r.ttlOffset);
+  }
 }
 
 const ownerOf = (wire: Buffer, r: ScannedRecord) => toFqdn(readName(wire, r.start).name);

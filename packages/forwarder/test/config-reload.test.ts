@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rename, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '@cluster-dns/testkit';
+import { freePort, waitFor } from '@cluster-dns/testkit';
 import { QTYPE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { startForwarder, upstream } from './harness.js';
@@ -62,6 +62,39 @@ describe('ConfigMap reload', () => {
     });
     const rejection = f.logs.filter((l) => l.msg === 'invalid config; keeping the last good one')[1] as { err: Error };
     expect(String(rejection.err.message)).toContain('at most 3');
+  });
+
+  it('refuses every kind of bad update with the last good config kept and coredns_reload_failed_total counting', async () => {
+    const good = await upstream({ records: { 'db.acme.local.': [{ type: QTYPE.A, address: '10.1.1.1' }] } });
+    const cm = await kubeletConfigDir();
+    await cm.write({ stubDomains: JSON.stringify({ 'acme.local': [`127.0.0.1:${good.port}`] }) });
+    const port = await freePort();
+    const f = await startForwarder([`--config-dir=${cm.root}`, '--config-poll-interval=100ms', `--port=${port}`]);
+    expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.1.1.1']);
+    const bad: Array<[Record<string, string>, string]> = [
+      [{ stubDomains: '{"acme.local": [' }, 'stubDomains'],
+      [{ upstreamNameservers: JSON.stringify(['1.1.1.1', '1.0.0.1', '8.8.8.8', '8.8.4.4']) }, 'at most 3'],
+      [{ stubDomains: JSON.stringify({ 'bad..domain': ['1.1.1.1'] }) }, 'bad..domain'],
+      [{ stubDomains: JSON.stringify({ 'acme.local': ['1.1.1.1:99999'] }) }, '99999'],
+      [{ upstreamNameservers: JSON.stringify([`127.0.0.1:${port}`]) }, 'itself'],
+    ];
+    for (const [i, [data, named]] of bad.entries()) {
+      await cm.write(data);
+      const rejections = () => f.logs.filter((l) => l.msg === 'invalid config; keeping the last good one');
+      await waitFor(() => rejections().length === i + 1, { what: `the rejection of ${JSON.stringify(data)}` });
+      expect(String((rejections()[i] as { err: Error }).err.message)).toContain(named);
+      expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.1.1.1']);
+    }
+    const metrics = await (await fetch(`http://127.0.0.1:${f.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^coredns_reload_failed_total ${bad.length}$`, 'm'));
+    expect(good.queries).toHaveLength(1);
+  });
+
+  it('refuses to start with a --server that is the forwarder itself, (the ConfigMap and resolv.conf cases are unit-tested)', async () => {
+    const port = await freePort();
+    await expect(startForwarder([`--port=${port}`, `--server=127.0.0.1#${port}`])).rejects.toThrow(
+      /--server.*other than this forwarder itself/,
+    );
   });
 
   it('re-reads --resolv-file when it changes', async () => {

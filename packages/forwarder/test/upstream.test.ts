@@ -50,7 +50,7 @@ describe('upstreams', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   }, 10_000);
 
-  it.each(['id', 'question', 'source'] as const)(
+  it.each(['id', 'question', 'source', 'not-a-response', 'no-question'] as const)(
     'ignores a reply with the wrong %s and takes the real one',
     async (spoof) => {
       const up = await upstream({ records, spoof });

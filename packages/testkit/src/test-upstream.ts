@@ -22,7 +22,21 @@ import {
 } from '@cluster-dns/wire';
 
 export type UpstreamBehaviour = 'answer' | 'servfail' | 'refused' | 'drop';
-export type SpoofKind = 'id' | 'question' | 'source';
+/**
+ * Forged replies sent before the real one: a wrong ID, another question, from another port, with
+ * QR clear, without a question, or `spray`: 65,536 forged replies from another port, one per ID.
+ */
+export type SpoofKind = 'id' | 'question' | 'source' | 'not-a-response' | 'no-question' | 'spray';
+
+/**
+ * A scripted answer: the messages to send back for a query (several, in order; none drops it), or
+ * undefined to answer from `records` as usual. `good` is that usual answer, to alter.
+ */
+export type UpstreamScript = (
+  q: ParsedQuery,
+  transport: 'udp' | 'tcp',
+  good: () => Buffer,
+) => Buffer | Buffer[] | undefined | Promise<Buffer | Buffer[] | undefined>;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -42,6 +56,10 @@ export interface TestUpstreamOptions {
   truncateUdp?: boolean;
   /** Before the real reply, send a forged one of this kind. */
   spoof?: SpoofKind;
+  /** Answers any way a test wants (faults, poisoning attempts); runs after `delayMs`. */
+  script?: UpstreamScript;
+  /** Over TCP, never answer (a firewall that lets UDP through and drops TCP). */
+  refuseTcp?: boolean;
 }
 
 export interface SeenQuery {
@@ -72,7 +90,8 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
   /** The SOA of our negative answers, as octets that stand in any reply (names spelt out). */
   const soaRecord = (ttl: number): Buffer => {
     const soa: Rr = {
-      name: 'example.',
+      // Owned by the root, an ancestor of every name asked, as a real server's zone apex is.
+      name: '.',
       type: QTYPE.SOA,
       class: 1,
       ttl,
@@ -139,12 +158,36 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
     }
     if (options.truncateUdp && context.transport === 'udp')
       return buildBareResponse(q, RCODE.NOERROR, { truncated: true, authoritative: true });
+    if (options.refuseTcp && context.transport === 'tcp') return undefined;
+    if (options.script) {
+      const scripted = await options.script(q, context.transport, () => reply(q));
+      if (scripted !== undefined)
+        return Array.isArray(scripted) ? (scripted.length > 0 ? scripted : undefined) : scripted;
+    }
     const good = reply(q);
+    if (options.spoof === 'spray' && context.transport === 'udp') {
+      // Every ID, from a port the query did not go to, paced so the burst is not all lost in buffers.
+      const forged = buildBareResponse(q, RCODE.NXDOMAIN);
+      for (let id = 0; id <= 0xffff; id++) {
+        const copy = Buffer.from(forged);
+        copy.writeUInt16BE(id, 0);
+        forger.send(copy, context.remotePort, context.remoteAddress);
+        if ((id & 0x7f) === 0x7f) await new Promise((r) => setTimeout(r, 1));
+      }
+      await new Promise((r) => setTimeout(r, 20));
+      return good;
+    }
     if (options.spoof && context.transport === 'udp') {
       // The forgery says NXDOMAIN: a client that takes it shows the wrong answer.
       const forged = buildBareResponse(q, RCODE.NXDOMAIN);
       if (options.spoof === 'id') forged.writeUInt16BE((q.id + 1) & 0xffff, 0);
       if (options.spoof === 'question') forged[13] = (forged[13] as number) ^ 0x01;
+      if (options.spoof === 'not-a-response') forged.writeUInt16BE(forged.readUInt16BE(2) & ~FLAG.QR, 2);
+      if (options.spoof === 'no-question') {
+        const header = forged.subarray(0, HEADER_BYTES);
+        header.writeUInt16BE(0, 4);
+        return [Buffer.from(header), good];
+      }
       if (options.spoof === 'source') {
         await new Promise<void>((resolve) =>
           forger.send(forged, context.remotePort, context.remoteAddress, () => resolve()),

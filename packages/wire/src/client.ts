@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { FLAG, HEADER_BYTES, RCODE_MASK } from './constants.js';
+import { FLAG, HEADER_BYTES, RCODE, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError } from './errors.js';
 import { buildQueryMessage, type DecodedMessage, decodeMessage, encodeMessage } from './message.js';
 import { readName } from './names-on-wire.js';
@@ -79,13 +79,17 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
   });
 }
 
+const NO_QUESTION_RCODES = new Set<number>([RCODE.FORMERR, RCODE.SERVFAIL, RCODE.NOTIMP, RCODE.REFUSED]);
+
 /** Why a reply does not answer the query with this ID and question, or undefined when it does. */
 export function checkReply(reply: Buffer, id: number, question: string | undefined): RejectReason | undefined {
   if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0) return 'not-a-response';
   if (reply.readUInt16BE(0) !== id) return 'id';
-  // FORMERR replies may carry no question; accept them on the ID alone.
+  // A server that could not read the question (FORMERR, NOTIMP) or will not answer it may leave
+  // it out; such a reply is a failure, accepted on the ID alone. An answer or a denial without
+  // the question proves nothing about what it answers (RFC 5452 §9.1).
   const rcode = reply.readUInt16BE(2) & RCODE_MASK;
-  if (reply.readUInt16BE(4) === 0 && rcode !== 0) return undefined;
+  if (reply.readUInt16BE(4) === 0 && NO_QUESTION_RCODES.has(rcode)) return undefined;
   if (questionKey(reply) !== question) return 'question';
   return undefined;
 }

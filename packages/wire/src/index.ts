@@ -86,7 +86,7 @@ export {
   type Rejection,
 } from './pipeline.js';
 export { type Edns, opcodeOf, type ParsedQuery, parseQuery } from './query.js';
-export { assembleReply, copyRecord } from './record-copy.js';
+export { assembleReply, copyRecord, recordTarget } from './record-copy.js';
 export type {
   AaaaRecord,
   ARecord,

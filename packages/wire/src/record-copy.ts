@@ -11,6 +11,12 @@ const NAME_AFTER: Partial<Record<number, number>> = {
   [QTYPE.SRV]: 6,
 };
 
+/** The name a record's data points at (NS, CNAME, PTR, MX and SRV), or undefined for other types. */
+export function recordTarget(msg: Buffer, record: ScannedRecord): string | undefined {
+  const prefix = NAME_AFTER[record.type];
+  return prefix === undefined ? undefined : readName(msg, record.rdataOffset + prefix).name;
+}
+
 /**
  * One record of `msg` as octets that can stand in any other message: its owner and the names in
  * its data written out in full, its data otherwise copied as is. Only the well-known types of RFC

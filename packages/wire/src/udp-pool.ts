@@ -34,6 +34,11 @@ export interface UdpPoolOptions {
   size?: number;
   /** A socket is replaced by one on a new random port after this many queries. */
   rotateAfter?: number;
+  /**
+   * A datagram that answers no query of ours: an ID nobody waits for from an address nobody was
+   * asked, or too short for a header (a spray of forged replies, or a late one).
+   */
+  onStray?: () => void;
 }
 
 export interface UdpPool {
@@ -66,7 +71,7 @@ export function createUdpPool(options: UdpPoolOptions = {}): UdpPool {
       entry.retiring = true;
     });
     entry.socket.on('message', (reply, rinfo) => {
-      if (reply.length < HEADER_BYTES) return;
+      if (reply.length < HEADER_BYTES) return options.onStray?.();
       const id = reply.readUInt16BE(0);
       const pending = entry.pending.get(id);
       if (!pending) {
@@ -74,7 +79,7 @@ export function createUdpPool(options: UdpPoolOptions = {}): UdpPool {
         for (const p of entry.pending.values()) {
           if (p.server.host === rinfo.address && p.server.port === rinfo.port) return p.onRejected?.('id');
         }
-        return;
+        return options.onStray?.();
       }
       if (rinfo.address !== pending.server.host || rinfo.port !== pending.server.port)
         return pending.onRejected?.('source');

@@ -1,0 +1,350 @@
+import dgram from 'node:dgram';
+import { query } from '@cluster-dns/testkit';
+import {
+  buildBareResponse,
+  buildNotify,
+  decodeMessage,
+  encodeMessage,
+  HEADER_BYTES,
+  type ParsedQuery,
+  QTYPE,
+  RCODE,
+  type Rr,
+  toFqdn,
+} from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { startForwarder, upstream } from './harness.js';
+
+// The forwarder against upstreams that fail, lie and flood: each case is one fault of the
+// hardening issue's list, with what a resolver that trusts nothing must do about it.
+
+const A = (address: string, ttl = 60) => ({ type: QTYPE.A, address, ttl });
+const records = { 'a.example.org.': [A('192.0.2.1')] };
+
+/** A reply to `q` with the records given, built the way any server would send it. */
+function replyWith(
+  q: ParsedQuery,
+  sections: { answers?: Rr[]; authorities?: Rr[]; additionals?: Rr[]; rcode?: number },
+): Buffer {
+  return encodeMessage({
+    id: q.id,
+    flags: {
+      qr: true,
+      opcode: 0,
+      aa: true,
+      tc: false,
+      rd: q.rd,
+      ra: true,
+      ad: false,
+      cd: false,
+      rcode: sections.rcode ?? 0,
+    },
+    questions: [{ name: q.qname, type: q.qtype, class: q.qclass }],
+    answers: sections.answers ?? [],
+    authorities: sections.authorities ?? [],
+    additionals: sections.additionals ?? [],
+  });
+}
+const rr = (name: string, data: Omit<Rr, 'name' | 'class'>): Rr => ({ name, class: 1, ...data }) as Rr;
+const soa = (zone: string, ttl: number, minimum: number): Rr =>
+  rr(zone, {
+    type: QTYPE.SOA,
+    ttl,
+    soa: { primary: `ns.${zone}`, admin: `h.${zone}`, serial: 1, refresh: 1, retry: 1, expiration: 1, minimum },
+  } as Omit<Rr, 'name' | 'class'>);
+
+const metricsOf = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+const metric = (text: string, name: string) => {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.slice(name.length + 1));
+};
+
+describe('upstream faults: failing servers', () => {
+  it.each(['refused', 'servfail'] as const)('fails over past a server that answers %s', async (behaviour) => {
+    const sick = await upstream({ behaviour });
+    const live = await upstream({ records });
+    const f = await startForwarder([`--server=${sick.address}`, `--server=${live.address}`]);
+    expect((await f.query('a.example.org', QTYPE.A)).answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    expect(await f.stat('servers')).toEqual([`${sick.address} 1 1`, `${live.address} 1 0`]);
+  });
+
+  it('degrades only the suffix of a stub domain whose server is down', async () => {
+    const dead = await upstream({ behaviour: 'drop' });
+    const live = await upstream({ records: { ...records, 'x.up.test.': [A('198.51.100.7')] } });
+    const f = await startForwarder([
+      `--server=/down.test/${dead.address}`,
+      `--server=/up.test/${live.address}`,
+      `--server=${live.address}`,
+      '--upstream-timeout=1500ms',
+      '--forward-deadline=2s',
+    ]);
+    const down = f.query('x.down.test', QTYPE.A);
+    const started = Date.now();
+    const [up, outside] = await Promise.all([f.query('x.up.test', QTYPE.A), f.query('a.example.org', QTYPE.A)]);
+    // Answered while the dead server's query is still waiting out its timeout.
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(up.answers.map((a) => a.address)).toEqual(['198.51.100.7']);
+    expect(outside.answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    expect((await down).flags.rcode).toBe(RCODE.SERVFAIL);
+  });
+});
+
+describe('upstream faults: forged replies', () => {
+  it('takes none of 65,536 forged replies sprayed at an outstanding query, and counts them', async () => {
+    const up = await upstream({ records, spoof: 'spray' });
+    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=3s', '--forward-deadline=4s']);
+    const reply = await f.query('a.example.org', QTYPE.A, { timeoutMs: 8000 });
+    expect(reply.flags.rcode).toBe(RCODE.NOERROR);
+    expect(reply.answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    // Loopback keeps most of the burst; what the kernel dropped never reached us at all.
+    expect(f.forwarder.rejectedReplies()).toBeGreaterThan(10_000);
+    const text = await metricsOf(f.metricsPort);
+    expect(metric(text, 'clusterdns_forwarder_rejected_replies_total{reason="stray"}')).toBeGreaterThan(10_000);
+    // The cached answer is the real one.
+    expect((await f.query('a.example.org', QTYPE.A)).answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    expect(up.queries).toHaveLength(1);
+  }, 20_000);
+
+  it('ignores a NOTIFY from an address that is not the zone’s server: REFUSED, counted, the cache untouched', async () => {
+    const zone = await upstream({ records: { 'a.cluster.local.': [A('10.96.0.1')] } });
+    const f = await startForwarder([`--server=/cluster.local/${zone.address}`]);
+    expect((await f.query('a.cluster.local', QTYPE.A)).answers).toHaveLength(1);
+    const spoofer = dgram.createSocket('udp4');
+    await new Promise<void>((r) => spoofer.bind(0, '127.0.0.2', () => r()));
+    const answer = new Promise<Buffer>((r) => spoofer.once('message', (m) => r(m)));
+    spoofer.send(buildNotify(0x5151, toFqdn('cluster.local')), f.port, '127.0.0.1');
+    const refused = await answer;
+    spoofer.close();
+    expect(refused.readUInt16BE(2) & 0xf).toBe(RCODE.REFUSED);
+    expect(await metricsOf(f.metricsPort)).toMatch(
+      /^clusterdns_forwarder_notifies_received_total\{result="refused"\} 1$/m,
+    );
+    expect((await f.query('a.cluster.local', QTYPE.A)).answers).toHaveLength(1);
+    expect(zone.queries).toHaveLength(1);
+  });
+});
+
+describe('upstream faults: what the cache refuses or corrects', () => {
+  it('never caches a truncated answer it could not complete over TCP', async () => {
+    const up = await upstream({ records, truncateUdp: true, refuseTcp: true });
+    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=300ms', '--forward-deadline=1s']);
+    expect((await f.query('a.example.org', QTYPE.A)).flags.rcode).toBe(RCODE.SERVFAIL);
+    up.set({ refuseTcp: false });
+    const reply = await f.query('a.example.org', QTYPE.A);
+    expect(reply.flags.tc).toBe(false);
+    expect(reply.answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    expect(up.queries.map((q) => q.transport)).toEqual(['udp', 'tcp', 'udp', 'tcp']);
+  });
+
+  it('keeps an NXDOMAIN without an SOA only for --neg-ttl, and not at all without it', async () => {
+    const script = (q: ParsedQuery) => buildBareResponse(q, RCODE.NXDOMAIN);
+    const bare = await upstream({ script });
+    const plain = await startForwarder([`--server=${bare.address}`]);
+    for (let i = 0; i < 2; i++)
+      expect((await plain.query('gone.example.org', QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(bare.queries).toHaveLength(2);
+
+    const capped = await upstream({ script });
+    const f = await startForwarder([`--server=${capped.address}`, '--neg-ttl=5']);
+    for (let i = 0; i < 2; i++) expect((await f.query('gone.example.org', QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(capped.queries).toHaveLength(1);
+    f.clock.advance(6000);
+    await f.query('gone.example.org', QTYPE.A);
+    expect(capped.queries).toHaveLength(2);
+  });
+
+  it('caps a TTL of 2^31-1 at 7 days and a huge SOA minimum at 3 hours, and reads a TTL of 2^31 or more as 0', async () => {
+    const up = await upstream({
+      script: (q) => {
+        if (q.qname.startsWith('forever')) return replyWith(q, { answers: [rr(q.qname, A('192.0.2.9', 0x7fffffff))] });
+        if (q.qname.startsWith('negative'))
+          return replyWith(q, { rcode: RCODE.NXDOMAIN, authorities: [soa('example.org.', 0x7fffffff, 0x7fffffff)] });
+        return replyWith(q, { answers: [rr(q.qname, A('192.0.2.10', 0x80000000))] });
+      },
+    });
+    const f = await startForwarder([`--server=${up.address}`]);
+    const forever = await f.query('forever.example.org', QTYPE.A);
+    expect(forever.answers[0]?.ttl).toBe(604_800);
+    f.clock.advance(604_801_000);
+    await f.query('forever.example.org', QTYPE.A);
+    expect(up.queries.filter((q) => q.name === 'forever.example.org.')).toHaveLength(2);
+
+    await f.query('negative.example.org', QTYPE.A);
+    f.clock.advance(10_799_000);
+    await f.query('negative.example.org', QTYPE.A);
+    expect(up.queries.filter((q) => q.name === 'negative.example.org.')).toHaveLength(1);
+    f.clock.advance(2000);
+    await f.query('negative.example.org', QTYPE.A);
+    expect(up.queries.filter((q) => q.name === 'negative.example.org.')).toHaveLength(2);
+
+    for (let i = 0; i < 2; i++) expect((await f.query('sign.example.org', QTYPE.A)).answers[0]?.ttl).toBe(0);
+    expect(up.queries.filter((q) => q.name === 'sign.example.org.')).toHaveLength(2);
+  });
+
+  it('gives every record of an answer the smallest TTL among them', async () => {
+    const up = await upstream({
+      script: (q) => replyWith(q, { answers: [rr(q.qname, A('192.0.2.1', 300)), rr(q.qname, A('192.0.2.2', 10))] }),
+    });
+    const f = await startForwarder([`--server=${up.address}`]);
+    for (let i = 0; i < 2; i++) {
+      const reply = await f.query('mixed.example.org', QTYPE.A);
+      expect(reply.answers.map((a) => a.ttl)).toEqual([10, 10]);
+    }
+  });
+
+  it('keeps out of the cache and the reply every record that does not pertain to the question', async () => {
+    const up = await upstream({
+      script: (q) => {
+        if (q.qname !== 'a.example.org.')
+          return replyWith(q, { rcode: RCODE.NXDOMAIN, authorities: [soa('test.', 60, 60)] });
+        return replyWith(q, {
+          answers: [rr('a.example.org', A('192.0.2.1')), rr('www.bank.test', A('6.6.6.6'))],
+          authorities: [
+            rr('example.org', { type: QTYPE.NS, ttl: 60, target: 'ns1.example.org' } as Omit<Rr, 'name' | 'class'>),
+            rr('bank.test', { type: QTYPE.NS, ttl: 60, target: 'ns.evil.test' } as Omit<Rr, 'name' | 'class'>),
+          ],
+          additionals: [
+            rr('ns1.example.org', A('192.0.2.53')),
+            rr('www.bank.test', A('6.6.6.6')),
+            rr('ns.evil.test', A('6.6.6.7')),
+          ],
+        });
+      },
+    });
+    const f = await startForwarder([`--server=${up.address}`]);
+    for (let i = 0; i < 2; i++) {
+      const reply = await f.query('a.example.org', QTYPE.A);
+      expect(reply.answers.map((a) => `${a.name} ${a.address}`)).toEqual(['a.example.org. 192.0.2.1']);
+      expect(reply.authorities.map((a) => `${a.name} ${a.target}`)).toEqual(['example.org. ns1.example.org.']);
+      expect(reply.additionals.filter((a) => a.type === QTYPE.A).map((a) => a.name)).toEqual(['ns1.example.org.']);
+    }
+    // The planted name is asked for, not served from the planted record.
+    expect((await f.query('www.bank.test', QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(up.queries.map((q) => q.name)).toEqual(['a.example.org.', 'www.bank.test.']);
+  });
+
+  it('stops following a CNAME loop on a stub route and answers what it has', async () => {
+    const cname = (target: string) => ({ type: QTYPE.CNAME, target, ttl: 60 });
+    const up = await upstream({
+      records: { 'a.stub.test.': [cname('b.stub.test.')], 'b.stub.test.': [cname('a.stub.test.')] },
+    });
+    const f = await startForwarder([`--server=/stub.test/${up.address}`]);
+    const reply = await f.query('a.stub.test', QTYPE.A);
+    expect(reply.flags.rcode).toBe(RCODE.NOERROR);
+    expect(reply.answers.every((a) => a.type === QTYPE.CNAME)).toBe(true);
+    expect(up.queries.length).toBeLessThanOrEqual(9);
+  });
+});
+
+describe('upstream faults: load', () => {
+  it('holds the in-flight cap against a slow upstream: the excess is refused at once and memory stays flat', async () => {
+    const up = await upstream({
+      delayMs: 1500,
+      script: (q) => replyWith(q, { answers: [rr(q.qname, A('192.0.2.1'))] }),
+    });
+    const f = await startForwarder([
+      `--server=${up.address}`,
+      '--dns-forward-max=50',
+      '--cache-size=0',
+      '--upstream-timeout=3s',
+      '--forward-deadline=4s',
+    ]);
+    const client = await rawClient(f.port);
+    const wave = async (w: number) => {
+      const started = Date.now();
+      const ids = Array.from({ length: 3000 }, (_, i) => i);
+      const replies = ids.map((i) => client.ask(query([`n${w}x${i}`, 'example', 'org']), i));
+      const refusedAt: number[] = [];
+      const settled = await Promise.all(
+        replies.map((p) =>
+          p.then((r) => {
+            if ((r.readUInt16BE(2) & 0xf) === RCODE.REFUSED) refusedAt.push(Date.now() - started);
+            return r.readUInt16BE(2) & 0xf;
+          }),
+        ),
+      );
+      return { settled, refusedAt };
+    };
+    const first = await wave(0);
+    const heapAfterFirst = process.memoryUsage().heapUsed;
+    expect(first.settled.filter((r) => r === RCODE.NOERROR)).toHaveLength(50);
+    expect(first.settled.filter((r) => r === RCODE.REFUSED)).toHaveLength(2950);
+    // Refused before the slow upstream answered anything.
+    expect(Math.max(...first.refusedAt)).toBeLessThan(1500);
+    for (let w = 1; w < 4; w++) await wave(w);
+    expect(up.queries).toHaveLength(200);
+    expect(process.memoryUsage().heapUsed - heapAfterFirst).toBeLessThan(64 * 1024 * 1024);
+    client.close();
+  }, 30_000);
+
+  it('sends 10,000 concurrent identical misses upstream once, each answered with its own ID and case; a failure fails all and the next asks again', async () => {
+    const up = await upstream({ records: { ...records, 'b.example.org.': [A('192.0.2.2')] }, delayMs: 1000 });
+    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=2s', '--forward-deadline=3s']);
+    const clients = await Promise.all(Array.from({ length: 20 }, () => rawClient(f.port)));
+    const storm = async (name: string) => {
+      const sent: Array<Promise<{ sent: Buffer; reply: Buffer }>> = [];
+      for (let i = 0; i < 10_000; i++) {
+        const labels = name
+          .split('.')
+          .map((l) => [...l].map((c) => (Math.random() < 0.5 ? c.toUpperCase() : c)).join(''));
+        const q = query(labels);
+        const client = clients[i % clients.length] as Awaited<ReturnType<typeof rawClient>>;
+        const id = Math.floor(i / clients.length);
+        sent.push(client.ask(q, id).then((reply) => ({ sent: withId(q, id), reply })));
+        // A few hundred at a time, so the forwarder's socket buffer holds every query.
+        if (i % 500 === 499) await new Promise((r) => setTimeout(r, 5));
+      }
+      return Promise.all(sent);
+    };
+    const answered = await storm('a.example.org');
+    expect(up.queries).toHaveLength(1);
+    for (const { sent, reply } of answered) {
+      expect(reply.readUInt16BE(0)).toBe(sent.readUInt16BE(0));
+      // The question comes back in the asker's own case, octet for octet.
+      expect(reply.subarray(HEADER_BYTES, sent.length)).toEqual(sent.subarray(HEADER_BYTES));
+      expect(decodeMessage(reply).answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    }
+
+    up.set({ behaviour: 'drop' });
+    const failed = await storm('b.example.org');
+    expect(failed.every(({ reply }) => (reply.readUInt16BE(2) & 0xf) === RCODE.SERVFAIL)).toBe(true);
+    expect(up.queries.filter((q) => q.name === 'b.example.org.')).toHaveLength(1);
+    up.set({ behaviour: 'answer', delayMs: 0 });
+    expect((await f.query('b.example.org', QTYPE.A)).answers.map((a) => a.address)).toEqual(['192.0.2.2']);
+    expect(up.queries.filter((q) => q.name === 'b.example.org.')).toHaveLength(2);
+    for (const c of clients) c.close();
+  }, 60_000);
+});
+
+const withId = (message: Buffer, id: number) => {
+  const q = Buffer.from(message);
+  q.writeUInt16BE(id, 0);
+  return q;
+};
+
+/** A UDP socket that sends raw queries with the ID given and pairs each reply with its query by ID. */
+async function rawClient(port: number) {
+  const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 * 1024 * 1024 });
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  const waiting = new Map<number, (reply: Buffer) => void>();
+  socket.on('message', (m) => {
+    if (m.length < HEADER_BYTES) return;
+    const id = m.readUInt16BE(0);
+    waiting.get(id)?.(m);
+    waiting.delete(id);
+  });
+  return {
+    ask(message: Buffer, id: number): Promise<Buffer> {
+      const q = withId(message, id);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no reply to query ${id}`)), 15_000);
+        waiting.set(id, (reply) => {
+          clearTimeout(timer);
+          resolve(reply);
+        });
+        socket.send(q, port, '127.0.0.1');
+      });
+    },
+    close: () => socket.close(),
+  };
+}
