@@ -22,7 +22,10 @@ export async function readDnsmasqStat(
     throw new StatsReplyError(stat, 'expected one TXT record with one string');
   const value = rr.text[0] as string;
   if (!/^-?\d+$/.test(value)) throw new StatsReplyError(stat, `${JSON.stringify(value)} is not an integer`);
-  return Number(value);
+  // Past 2^53 a number loses its units: such a value is garbage, not a count to add.
+  const count = Number(value);
+  if (!Number.isSafeInteger(count)) throw new StatsReplyError(stat, `${value} is out of range`);
+  return count;
 }
 
 /**
