@@ -128,6 +128,18 @@ export function createRecordBuilderMetrics(registry: Registry) {
     labelNames: ['resource'],
     registers: [registry],
   });
+  // While a watch fails the answers may miss changes made since: how long, per resource.
+  const failingSince = new Map<ResourceName, number>();
+  new Gauge({
+    name: 'clusterdns_recordbuilder_api_staleness_seconds',
+    help: 'Seconds since the state of a resource was last known current: 0 while its watch runs, rising while the API is unreachable and the last known state is served.',
+    labelNames: ['resource'],
+    registers: [registry],
+    collect() {
+      const now = Date.now();
+      for (const [resource, since] of failingSince) this.labels(resource).set(since > 0 ? (now - since) / 1000 : 0);
+    },
+  });
   const eventDuration = new Histogram({
     name: 'clusterdns_recordbuilder_event_apply_duration_seconds',
     help: 'Time to apply one watch event to the store, by resource.',
@@ -244,6 +256,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
     watchError(resource: ResourceName): void {
       watchErrors.labels(resource).inc();
       watchHealthy.labels(resource).set(0);
+      if (!failingSince.get(resource)) failingSince.set(resource, Date.now());
     },
     relisted(resource: ResourceName, reason: string): void {
       relists.labels(resource, reason).inc();
@@ -251,6 +264,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
     watching(resource: ResourceName, nowMs: number): void {
       lastSync.labels(resource).set(nowMs / 1000);
       watchHealthy.labels(resource).set(1);
+      failingSince.set(resource, 0);
     },
     eventApplied(resource: ResourceName, durationNs: bigint, delayMs: number): void {
       eventDuration.labels(resource).observe(Number(durationNs) / 1e9);

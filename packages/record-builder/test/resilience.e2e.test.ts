@@ -69,6 +69,8 @@ describe('record-builder process follows the API and survives its faults', () =>
     expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
     const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
     expect(lists.length).toBeGreaterThanOrEqual(2);
+    const metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/clusterdns_recordbuilder_relists_total\{resource="services",reason="expired"\} [1-9]/);
   });
 
   it('serves the last known state while the API server is down, and catches up when it returns', async () => {
@@ -77,6 +79,14 @@ describe('record-builder process follows the API and survives its faults', () =>
     await rb.api.faults.stop();
     await rb.proc.waitForLog((l) => l.msg === 'watch failed; serving the last known state', 10_000);
     expect(await rb.resolver.resolve4(`kubernetes.default.${Z}`)).toEqual(['10.96.0.1']);
+    // The staleness gauge rises while the API is gone; liveness stays OK (a restart would lose the state).
+    const staleness = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+      return Number(/clusterdns_recordbuilder_api_staleness_seconds\{resource="services"\} (\S+)/.exec(text)?.[1]);
+    };
+    const first = await waitFor(async () => (await staleness()) > 0 && staleness(), { what: 'staleness above 0' });
+    await waitFor(async () => (await staleness()) >= first + 0.5, { what: 'staleness rising' });
+    expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/healthz`)).status).toBe(200);
     rb.api.apply(fixtures.service('shop', 'late', { clusterIPs: ['10.96.10.77'] }));
     await rb.api.faults.restart();
     await waitFor(async () => (await rb.resolver.resolve4(`late.shop.${Z}`)).includes('10.96.10.77'), {
@@ -89,6 +99,7 @@ describe('record-builder process follows the API and survives its faults', () =>
     expect(metrics).toMatch(/clusterdns_recordbuilder_watch_errors_total\{resource="services"\} [1-9]/);
     // The watch resumed from its last version: healthy again, without a full relist.
     expect(metrics).toMatch(/clusterdns_recordbuilder_watch_healthy\{resource="services"\} 1/);
+    expect(metrics).toMatch(/clusterdns_recordbuilder_api_staleness_seconds\{resource="services"\} 0$/m);
     expect(metrics).not.toMatch(/clusterdns_recordbuilder_relists_total\{resource="services",reason="error"\}/);
   }, 40_000);
 
@@ -103,6 +114,18 @@ describe('record-builder process follows the API and survives its faults', () =>
     await rb.proc.waitForLog((l) => l.msg === 'ready', 10_000);
     expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/readiness`)).status).toBe(200);
     expect((await rb.query(`kubernetes.default.${Z}`, QTYPE.A)).answers).toHaveLength(1);
+  });
+
+  it('answers SERVFAIL, never NXDOMAIN, while the API is unreachable from the start, and stays live', async () => {
+    const rb = await startRecordBuilder(base(), [], {
+      waitForReady: false,
+      beforeStart: (api) => api.faults.failRequests(503, 1_000_000),
+    });
+    await rb.proc.waitForLog((l) => l.msg === 'watch failed; serving the last known state', 10_000);
+    for (const name of [`kubernetes.default.${Z}`, `nothing.default.${Z}`])
+      expect((await rb.query(name, QTYPE.A)).flags.rcode).toBe(RCODE.SERVFAIL);
+    expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/readiness`)).status).toBe(503);
+    expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/healthz`)).status).toBe(200);
   });
 
   it('serves what it has once --initial-sync-timeout passes', async () => {
