@@ -48,7 +48,13 @@ export const baseCluster = () => [
 
 /** The record-builder and the forwarder as the manifest runs them (--notify, --no-negcache), on loopback. */
 export async function startStack(
-  options: { rbArgs?: string[]; fwArgs?: string[]; objects?: ReturnType<typeof baseCluster> } = {},
+  options: {
+    rbArgs?: string[];
+    fwArgs?: string[];
+    /** A command to run the forwarder under (`prlimit --nofile=…`). */
+    fwPrefix?: string[];
+    objects?: ReturnType<typeof baseCluster>;
+  } = {},
 ): Promise<Stack> {
   const api = await startApiServer({ objects: options.objects ?? baseCluster() });
   const upstream = await startTestUpstream({
@@ -77,6 +83,7 @@ export async function startStack(
   const rbPort = rb.ready.dnsPort as number;
   const fw = await launchProcess({
     script: dist('forwarder'),
+    prefix: options.fwPrefix,
     args: [
       '-k',
       '--cache-size=1000',

@@ -121,6 +121,9 @@ describe('sidecar against the real record-builder and forwarder', () => {
     await waitFor(async () => (await get(`${s.url}/healthcheck/kubedns`)).status === 200, {
       what: 'the first success',
     });
+    // The forwarder holds the probe's answer in its cache: the kubedns probe must not be fooled.
+    const name = 'kubernetes.default.svc.cluster.local';
+    expect((await queryDns({ host: '127.0.0.1', port: pair.fwPort }, name, QTYPE.SRV)).answers).toHaveLength(1);
     await pair.rb.stop('SIGKILL');
     const killedAt = Date.now();
     await waitFor(async () => (await get(`${s.url}/healthcheck/kubedns`)).status === 503, {
@@ -128,6 +131,7 @@ describe('sidecar against the real record-builder and forwarder', () => {
       timeoutMs: 5000,
     });
     expect(Date.now() - killedAt).toBeLessThan(2 * 1000 + 1000);
+    expect((await queryDns({ host: '127.0.0.1', port: pair.fwPort }, name, QTYPE.SRV)).answers).toHaveLength(1);
     const again = await launch(dist('record-builder'), [...pair.rbArgs, `--dns-port=${pair.rbPort}`]);
     expect(again.ready.dnsPort).toBe(pair.rbPort);
     await waitFor(async () => (await get(`${s.url}/healthcheck/kubedns`)).status === 200, {
