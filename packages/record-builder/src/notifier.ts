@@ -47,8 +47,8 @@ interface Peer {
 /**
  * DNS NOTIFY (RFC 1996) to each forwarder given with --notify, per zone: sent when the zones
  * change, one in flight per target and zone (a burst of changes is one NOTIFY, and the next goes
- * when it is answered if the serial moved meanwhile), retried with capped backoff until answered,
- * and repeated every `heartbeatMs`. The forwarder answers after it has dropped what changed, so
+ * when it is answered if the serial moved meanwhile), retried with capped backoff until answered
+ * (a new change cuts the wait short), and repeated every `heartbeatMs`. The forwarder answers after it has dropped what changed, so
  * the time from a change to the answer is the whole propagation.
  */
 export function createNotifier(options: NotifierOptions): Notifier {
@@ -119,7 +119,10 @@ export function createNotifier(options: NotifierOptions): Notifier {
       for (const peer of peers) {
         const last = peer.changes.at(-1);
         if ((last === undefined || last < peer.lastSentMs) && peer.changes.length < 64) peer.changes.push(atMs);
-        if (!peer.retry) send(peer);
+        // Even while waiting out a retry: a receiver that was not up yet (the Pod's containers
+        // start together) or restarted must not learn of this change a backoff late. Still one
+        // in flight, and the failure count keeps growing the backoff if it stays silent.
+        send(peer);
       }
     },
     start() {

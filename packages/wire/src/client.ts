@@ -60,7 +60,10 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
   const expectedQuestion = questionKey(query);
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4');
+    let done = false;
     const finish = (error: Error | undefined, reply?: Buffer) => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       socket.close();
       if (error) reject(error);
@@ -75,7 +78,12 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
       else if (reason) options.onRejected?.(reason);
       else finish(undefined, reply);
     });
-    socket.send(query, server.port, server.host);
+    // Connected, so a server that is not listening fails the exchange at once (ICMP port
+    // unreachable reads as ECONNREFUSED) instead of at the timeout: a NOTIFY to a forwarder still
+    // starting is retried in milliseconds. The kernel then drops datagrams from anyone else too.
+    socket.connect(server.port, server.host, () => {
+      if (!done) socket.send(query);
+    });
   });
 }
 

@@ -130,6 +130,18 @@ describe('listenDns and the client', () => {
     silent.close();
   });
 
+  it('fails at once, not at the timeout, when nothing listens on the port (connected UDP)', async () => {
+    const closed = dgram.createSocket('udp4');
+    await new Promise<void>((r) => closed.bind(0, '127.0.0.1', () => r()));
+    const port = closed.address().port;
+    closed.close();
+    const started = Date.now();
+    await expect(queryDns({ host: '127.0.0.1', port }, 'a.example.org', QTYPE.A, { timeoutMs: 5000 })).rejects.toThrow(
+      /ECONNREFUSED/,
+    );
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
   it('names the address when the port is taken', async () => {
     const server = await serveFixed();
     await expect(listenDns({ host: '127.0.0.1', port: server.port, handler: () => undefined })).rejects.toThrow(

@@ -1,0 +1,105 @@
+import { createSilentLogger } from '@cluster-dns/runtime';
+import { type DnsServer, toFqdn } from '@cluster-dns/wire';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createNotifier } from './notifier.js';
+
+const target: DnsServer = { host: '127.0.0.1', port: 53 };
+const ack = (query: Buffer) => {
+  const reply = Buffer.from(query);
+  reply.writeUInt16BE(reply.readUInt16BE(2) | 0x8000, 2);
+  return reply;
+};
+
+/** A notifier whose NOTIFYs the test answers (or not) by hand. */
+function notifierUnderTest() {
+  let serial = 1;
+  const sent: Array<{ resolve: (reply: Buffer) => void; reject: (error: Error) => void; query: Buffer }> = [];
+  const acked: number[] = [];
+  const notifier = createNotifier({
+    targets: [target],
+    zones: [toFqdn('cluster.local')],
+    serial: () => serial,
+    send: (_t, query) => new Promise((resolve, reject) => sent.push({ resolve, reject, query })),
+    log: createSilentLogger(),
+    retryBaseMs: 1000,
+    retryMaxMs: 8000,
+    hooks: { onAcked: (_t, _z, ms) => acked.push(ms) },
+  });
+  return {
+    notifier,
+    sent,
+    acked,
+    change: () => {
+      serial++;
+      notifier.changed(Date.now());
+    },
+    answer: async (i: number) => {
+      const s = sent[i];
+      s?.resolve(ack(s.query));
+      await vi.advanceTimersByTimeAsync(0);
+    },
+    fail: async (i: number) => {
+      sent[i]?.reject(new Error('timeout'));
+      await vi.advanceTimersByTimeAsync(0);
+    },
+  };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('NOTIFY sender', () => {
+  it('sends one NOTIFY for a burst of changes, and one more after the answer when the serial moved', async () => {
+    vi.useFakeTimers();
+    const n = notifierUnderTest();
+    n.notifier.start();
+    expect(n.sent).toHaveLength(1);
+    await n.answer(0);
+    n.change();
+    n.change();
+    n.change();
+    expect(n.sent).toHaveLength(2);
+    await n.answer(1);
+    // The second and third changes came while the second NOTIFY was out.
+    expect(n.sent).toHaveLength(3);
+    await n.answer(2);
+    expect(n.sent).toHaveLength(3);
+    expect(n.notifier.unacknowledged()).toBe(0);
+    n.notifier.stop();
+  });
+
+  it('retries an unanswered NOTIFY with doubling backoff, and a change cuts the wait short', async () => {
+    vi.useFakeTimers();
+    const n = notifierUnderTest();
+    n.notifier.start();
+    await n.fail(0);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(n.sent).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(n.sent).toHaveLength(2);
+    await n.fail(1);
+    // Backing off 2 s now; a change must not wait for it (a receiver that just came up).
+    await vi.advanceTimersByTimeAsync(100);
+    n.change();
+    expect(n.sent).toHaveLength(3);
+    await n.answer(2);
+    expect(n.notifier.unacknowledged()).toBe(0);
+    // No retry left behind once answered.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(n.sent).toHaveLength(3);
+    n.notifier.stop();
+  });
+
+  it('times the whole propagation from the oldest change the answer covers', async () => {
+    vi.useFakeTimers();
+    const n = notifierUnderTest();
+    n.notifier.start();
+    await n.answer(0);
+    n.change();
+    await vi.advanceTimersByTimeAsync(40);
+    await n.answer(1);
+    expect(n.acked).toEqual([40]);
+    n.notifier.stop();
+  });
+});
