@@ -99,48 +99,56 @@ describe.each([
     expect(failures).toEqual([]);
   });
 
-  it(`survives ${MUTATIONS} seeded mutations over UDP, answering good queries between them`, async () => {
-    const random = seededRandom(SEED);
-    const corpus = seeds();
-    const client = await udpClient(port());
-    const rssBefore = rssMiB(proc().child.pid as number);
-    let answeredGood = 0;
-    try {
-      for (let i = 0; i < MUTATIONS; i++) {
-        client.send(mutate(corpus[i % corpus.length] as Buffer, random));
-        if (i % 100 === 99) {
-          // Every hundred, a good query must come back right (the mutated ones may or may not).
-          const m = marker();
-          const reply = await client.ask(m, m.readUInt16BE(0), 5000);
-          if (reply && isGoodAnswer(reply)) answeredGood++;
+  it(
+    `survives ${MUTATIONS} seeded mutations over UDP, answering good queries between them`,
+    async () => {
+      const random = seededRandom(SEED);
+      const corpus = seeds();
+      const client = await udpClient(port());
+      const rssBefore = rssMiB(proc().child.pid as number);
+      let answeredGood = 0;
+      try {
+        for (let i = 0; i < MUTATIONS; i++) {
+          client.send(mutate(corpus[i % corpus.length] as Buffer, random));
+          if (i % 100 === 99) {
+            // Every hundred, a good query must come back right (the mutated ones may or may not).
+            const m = marker();
+            const reply = await client.ask(m, m.readUInt16BE(0), 5000);
+            if (reply && isGoodAnswer(reply)) answeredGood++;
+          }
         }
+      } finally {
+        await client.close();
       }
-    } finally {
-      await client.close();
-    }
-    expect(answeredGood).toBe(Math.floor(MUTATIONS / 100));
-    expect(proc().child.exitCode).toBeNull();
-    // Generous: what matters is that it does not grow with the number of messages.
-    expect(rssMiB(proc().child.pid as number)).toBeLessThan(Math.max(400, rssBefore * 2));
-  }, 120_000);
+      expect(answeredGood).toBe(Math.floor(MUTATIONS / 100));
+      expect(proc().child.exitCode).toBeNull();
+      // Generous: what matters is that it does not grow with the number of messages.
+      expect(rssMiB(proc().child.pid as number)).toBeLessThan(Math.max(400, rssBefore * 2));
+    },
+    120_000 * SCALE,
+  );
 
-  it(`survives ${Math.floor(MUTATIONS / 10)} mutated streams over TCP`, async () => {
-    const random = seededRandom(SEED + 1);
-    const corpus = seeds();
-    for (let i = 0; i < MUTATIONS / 10; i++) {
-      const tcp = await tcpClient(port());
-      const message = mutate(corpus[i % corpus.length] as Buffer, random);
-      // Half the time a whole frame, half the time raw octets (a broken length prefix).
-      tcp.write(random() < 0.5 ? tcp.frame(message) : message);
-      tcp.end();
-      await tcp.closedWithin(12_000);
-      tcp.destroy();
-    }
-    const check = await tcpClient(port());
-    check.send(marker());
-    expect(await check.waitFor(1)).toBe(true);
-    expect(isGoodAnswer(check.replies[0] as Buffer)).toBe(true);
-    check.destroy();
-    expect(proc().child.exitCode).toBeNull();
-  }, 120_000);
+  it(
+    `survives ${Math.floor(MUTATIONS / 10)} mutated streams over TCP`,
+    async () => {
+      const random = seededRandom(SEED + 1);
+      const corpus = seeds();
+      for (let i = 0; i < MUTATIONS / 10; i++) {
+        const tcp = await tcpClient(port());
+        const message = mutate(corpus[i % corpus.length] as Buffer, random);
+        // Half the time a whole frame, half the time raw octets (a broken length prefix).
+        tcp.write(random() < 0.5 ? tcp.frame(message) : message);
+        tcp.end();
+        await tcp.closedWithin(12_000);
+        tcp.destroy();
+      }
+      const check = await tcpClient(port());
+      check.send(marker());
+      expect(await check.waitFor(1)).toBe(true);
+      expect(isGoodAnswer(check.replies[0] as Buffer)).toBe(true);
+      check.destroy();
+      expect(proc().child.exitCode).toBeNull();
+    },
+    120_000 * SCALE,
+  );
 });

@@ -93,63 +93,67 @@ const counters = (text: string) =>
   );
 
 describe('sidecar under garbage replies', () => {
-  it('stays up, counts every bad round, keeps its counters sane, and recovers', async () => {
-    const server = await garbageServer();
-    const proc = await launchProcess({
-      script: dist('sidecar'),
-      args: [
-        '--prometheus-addr=127.0.0.1',
-        '--prometheus-port=0',
-        `--dnsmasq-port=${server.port}`,
-        '--dnsmasq-poll-interval-ms=100',
-        `--probe=fw,127.0.0.1:${server.port},hits.bind,1,A`,
-      ],
-    });
-    stops.push(() => proc.stop('SIGKILL'));
-    const url = `http://127.0.0.1:${proc.ready.port}`;
-    const seen: Array<Map<string, number>> = [];
-    const rss: number[] = [];
-    const health: number[] = [];
-    // A round ends at its first bad reply, so most rounds get one: wait for ROUNDS replies.
-    await waitFor(
-      async () => {
-        health.push((await fetch(`${url}/healthz`)).status);
-        seen.push(counters(await (await fetch(`${url}/metrics`)).text()));
-        rss.push(rssMiB(proc.child.pid as number));
-        return server.answered() >= ROUNDS;
-      },
-      { what: `${ROUNDS} garbage replies`, timeoutMs: 60_000 * SCALE, intervalMs: 200 },
-    );
-    expect(proc.child.exitCode).toBeNull();
-    expect(new Set(health)).toEqual(new Set([200]));
-    const last = seen.at(-1) as Map<string, number>;
-    expect(last.get('kubedns_dnsmasq_errors')).toBeGreaterThan(ROUNDS / 4);
-    expect(last.get('kubedns_probe_fw_errors')).toBeGreaterThan(0);
-    for (const [name, value] of last) {
-      expect(Number.isFinite(value), `${name} = ${value}`).toBe(true);
-      // A garbage value never takes a counter past what an honest forwarder could have counted.
-      if (name.startsWith('kubedns_dnsmasq_')) expect(value, name).toBeLessThan(Number.MAX_SAFE_INTEGER);
-    }
-    for (let i = 1; i < seen.length; i++)
-      for (const [name, value] of seen[i] as Map<string, number>)
-        expect(value, `${name} went backwards`).toBeGreaterThanOrEqual(
-          (seen[i - 1] as Map<string, number>).get(name) ?? 0,
-        );
-    expect(Math.max(...rss) - (rss[0] as number)).toBeLessThan(64);
+  it(
+    'stays up, counts every bad round, keeps its counters sane, and recovers',
+    async () => {
+      const server = await garbageServer();
+      const proc = await launchProcess({
+        script: dist('sidecar'),
+        args: [
+          '--prometheus-addr=127.0.0.1',
+          '--prometheus-port=0',
+          `--dnsmasq-port=${server.port}`,
+          '--dnsmasq-poll-interval-ms=100',
+          `--probe=fw,127.0.0.1:${server.port},hits.bind,1,A`,
+        ],
+      });
+      stops.push(() => proc.stop('SIGKILL'));
+      const url = `http://127.0.0.1:${proc.ready.port}`;
+      const seen: Array<Map<string, number>> = [];
+      const rss: number[] = [];
+      const health: number[] = [];
+      // A round ends at its first bad reply, so most rounds get one: wait for ROUNDS replies.
+      await waitFor(
+        async () => {
+          health.push((await fetch(`${url}/healthz`)).status);
+          seen.push(counters(await (await fetch(`${url}/metrics`)).text()));
+          rss.push(rssMiB(proc.child.pid as number));
+          return server.answered() >= ROUNDS;
+        },
+        { what: `${ROUNDS} garbage replies`, timeoutMs: 60_000 * SCALE, intervalMs: 200 },
+      );
+      expect(proc.child.exitCode).toBeNull();
+      expect(new Set(health)).toEqual(new Set([200]));
+      const last = seen.at(-1) as Map<string, number>;
+      expect(last.get('kubedns_dnsmasq_errors')).toBeGreaterThan(ROUNDS / 4);
+      expect(last.get('kubedns_probe_fw_errors')).toBeGreaterThan(0);
+      for (const [name, value] of last) {
+        expect(Number.isFinite(value), `${name} = ${value}`).toBe(true);
+        // A garbage value never takes a counter past what an honest forwarder could have counted.
+        if (name.startsWith('kubedns_dnsmasq_')) expect(value, name).toBeLessThan(Number.MAX_SAFE_INTEGER);
+      }
+      for (let i = 1; i < seen.length; i++)
+        for (const [name, value] of seen[i] as Map<string, number>)
+          expect(value, `${name} went backwards`).toBeGreaterThanOrEqual(
+            (seen[i - 1] as Map<string, number>).get(name) ?? 0,
+          );
+      expect(Math.max(...rss) - (rss[0] as number)).toBeLessThan(64);
 
-    server.beGood();
-    const errorsAtRecovery = last.get('kubedns_dnsmasq_errors') as number;
-    await waitFor(
-      async () => {
-        const now = counters(await (await fetch(`${url}/metrics`)).text());
-        const health = JSON.parse(await (await fetch(`${url}/healthcheck/fw`)).text());
-        return health.IsOk === true && (now.get('kubedns_dnsmasq_hits') ?? 0) > 0 && now;
-      },
-      { what: 'the recovery', timeoutMs: 10_000 },
-    );
-    const settled = counters(await (await fetch(`${url}/metrics`)).text());
-    // Good rounds add no errors beyond those in flight when the server turned good.
-    expect((settled.get('kubedns_dnsmasq_errors') as number) - errorsAtRecovery).toBeLessThanOrEqual(2);
-    expect(await proc.stop('SIGTERM')).toBe(0);
-  }, 120_000);
+      server.beGood();
+      const errorsAtRecovery = last.get('kubedns_dnsmasq_errors') as number;
+      await waitFor(
+        async () => {
+          const now = counters(await (await fetch(`${url}/metrics`)).text());
+          const health = JSON.parse(await (await fetch(`${url}/healthcheck/fw`)).text());
+          return health.IsOk === true && (now.get('kubedns_dnsmasq_hits') ?? 0) > 0 && now;
+        },
+        { what: 'the recovery', timeoutMs: 10_000 },
+      );
+      const settled = counters(await (await fetch(`${url}/metrics`)).text());
+      // Good rounds add no errors beyond those in flight when the server turned good.
+      expect((settled.get('kubedns_dnsmasq_errors') as number) - errorsAtRecovery).toBeLessThanOrEqual(2);
+      expect(await proc.stop('SIGTERM')).toBe(0);
+    },
+    120_000 * SCALE,
+  );
 });
