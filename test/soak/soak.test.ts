@@ -243,12 +243,17 @@ describe('soak', () => {
       expect(outcomes.timeouts).toBe(0);
       expect(outcomes.answered).toBeGreaterThan(SECONDS * 100);
       expect(changes).toBeGreaterThan(SECONDS * 5);
-      // RSS after warm-up: the first third warms up; the last third's mean within 10 % of the middle
-      // third's (GC makes single samples swing by more than that; a leak moves the mean).
+      // RSS after warm-up (the first third): its peak stays within 10 % of the warm-up's peak. GC
+      // swings single samples and even thirds' means by ~10 % (a worker's heap is collected in
+      // one go); a leak climbs past any earlier peak, and ten minutes of `pnpm soak` show it.
       for (const key of ['rb', 'fw'] as const) {
-        const warm = thirdMean(rss, 1, key);
-        const end = thirdMean(rss, 2, key);
-        expect(end / warm, `${key} RSS ${warm.toFixed(1)} → ${end.toFixed(1)} MiB`).toBeLessThan(1.1);
+        const third = Math.floor(rss.length / 3);
+        const warmPeak = Math.max(...rss.slice(0, third).map((x) => x[key]));
+        const laterPeak = Math.max(...rss.slice(third).map((x) => x[key]));
+        expect(
+          laterPeak / warmPeak,
+          `${key} RSS peak ${warmPeak.toFixed(1)} → ${laterPeak.toFixed(1)} MiB`,
+        ).toBeLessThan(1.1);
       }
       // The sidecar saw both servers healthy at the end.
       const url = `http://127.0.0.1:${sidecar.ready.port}`;
