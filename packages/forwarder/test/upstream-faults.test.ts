@@ -348,3 +348,29 @@ async function rawClient(port: number) {
     close: () => socket.close(),
   };
 }
+
+describe('hostile octets in names', () => {
+  it('logs a name with NUL, dot, space and high octets escaped, and puts no query name in a metric label', async () => {
+    const up = await upstream({ records });
+    const f = await startForwarder([`--server=${up.address}`, '--log-queries']);
+    const label = Buffer.from([0x61, 0x00, 0x2e, 0x20, 0x80, 0xff, 0x0a, 0x22]);
+    const client = await rawClient(f.port);
+    const reply = await client.ask(query([label as unknown as string, 'example', 'org']), 77);
+    client.close();
+    expect(reply.readUInt16BE(2) & 0xf).toBe(RCODE.NXDOMAIN);
+    const logged = f.logs.find((l) => l.msg === 'query' && String(l.qname).endsWith('example.org.'));
+    const qname = String(logged?.qname);
+    // RFC 1035 §5.1 presentation: \DDD for octets that are not printable, \. for a dot in a label.
+    expect(qname).toMatch(/^[\x21-\x7e]+$/);
+    expect(qname).toContain('\\000');
+    expect(qname).toContain('\\.');
+    expect(qname).toContain('\\255');
+    const metrics = await metricsOf(f.metricsPort);
+    expect(metrics).not.toContain('example.org');
+    const labels = metrics
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .map((l) => /\{(.*)\}/.exec(l)?.[1] ?? '');
+    expect(labels.filter((l) => /[^\x20-\x7e]/.test(l))).toEqual([]);
+  });
+});
