@@ -66,12 +66,21 @@ describe('overload', () => {
       expect(Math.max(...latencies)).toBeLessThan(3000);
       expect(s.fw.child.exitCode).toBeNull();
       expect(s.rb.child.exitCode).toBeNull();
-      const after = await queryDns(
-        { host: '127.0.0.1', port: s.fwPort },
-        'kubernetes.default.svc.cluster.local',
-        QTYPE.A,
+      // The flood's tail still waits in the socket buffers, and while it does a miss may be shed
+      // (REFUSED at --dns-forward-max): it must drain and answer right again within seconds.
+      const drainStarted = Date.now();
+      await waitFor(
+        async () => {
+          const after = await queryDns(
+            { host: '127.0.0.1', port: s.fwPort },
+            'kubernetes.default.svc.cluster.local',
+            QTYPE.A,
+          ).catch(() => undefined);
+          return after?.answers.map((a) => a.address).join() === '10.96.0.1' || undefined;
+        },
+        { what: 'answers again after the flood', timeoutMs: 20_000 },
       );
-      expect(after.answers.map((a) => a.address)).toEqual(['10.96.0.1']);
+      expect(Date.now() - drainStarted).toBeLessThan(20_000);
     },
     60_000 + 4000 * SCALE,
   );
