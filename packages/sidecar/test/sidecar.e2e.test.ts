@@ -75,13 +75,18 @@ const get = async (url: string) => {
 describe('sidecar against the real record-builder and forwarder', () => {
   it('reports each probe with kube-dns JSON, /healthz, /readyz and 404 for an unknown label', async () => {
     const pair = await dnsPair();
+    // A silent target: its first probe cannot finish before its timeout, so the state before the
+    // first result is there to read however the random start delay falls.
+    const silent = await startTestUpstream({ behaviour: 'drop' });
+    stops.push(() => silent.close());
     const s = await sidecar([
       `--probe=kubedns,127.0.0.1:${pair.rbPort},kubernetes.default.svc.cluster.local,1,SRV`,
       `--probe=dnsmasq,127.0.0.1:${pair.fwPort},kubernetes.default.svc.cluster.local,1,SRV`,
       `--probe=missing,127.0.0.1:${pair.rbPort},nope.default.svc.cluster.local,1,A`,
+      `--probe=first,127.0.0.1:${silent.port},a.example.org,5,A`,
       `--dnsmasq-port=${pair.fwPort}`,
     ]);
-    const before = await get(`${s.url}/healthcheck/kubedns`);
+    const before = await get(`${s.url}/healthcheck/first`);
     expect(before.status).toBe(503);
     expect(JSON.parse(before.text)).toEqual({ IsOk: false, LatencySeconds: 0, Err: 'waiting for first probe' });
     await waitFor(async () => (await get(`${s.url}/healthcheck/dnsmasq`)).status === 200, {
