@@ -13,6 +13,8 @@ export interface CachedReply {
   readonly names: readonly Fqdn[];
   /** Hits since it was stored, for prefetch. */
   hits: number;
+  /** NXDOMAIN or NODATA (CoreDNS's cache "denial" type), else "success". */
+  readonly denial: boolean;
 }
 
 /** A hit: fresh (remaining TTL above 0), or stale (expired, kept for serve-stale). */
@@ -27,6 +29,9 @@ export interface CacheCounters {
   misses: number;
   insertions: number;
   evictions: number;
+  /** Of those hits and evictions, the denials (NXDOMAIN, NODATA): CoreDNS's split by type. */
+  denialHits?: number;
+  denialEvictions?: number;
 }
 
 export interface CachePolicy {
@@ -85,7 +90,8 @@ export function toCachedReply(
   const names = new Set<Fqdn>();
   if (scanned.questionEnd > 12) names.add(toFqdn(readName(reply, 12).name));
   for (const r of scanned.records) if (r.section !== 'authority') names.add(toFqdn(readName(reply, r.start).name));
-  return { wire, ttlOffsets, ttlSeconds, storedAtMs: nowMs, routeId, names: [...names], hits: 0 };
+  const denial = scanned.rcode === RCODE.NXDOMAIN || !scanned.records.some((r) => r.section === 'answer');
+  return { wire, ttlOffsets, ttlSeconds, storedAtMs: nowMs, routeId, names: [...names], hits: 0, denial };
 }
 
 /**
@@ -97,6 +103,7 @@ export function toCachedReply(
 export class ReplyCache {
   private readonly lru: LRUCache<string, CachedReply> | undefined;
   private readonly byName = new Map<Fqdn, Set<string>>();
+  private denials = 0;
 
   constructor(
     readonly maxEntries: number,
@@ -110,7 +117,11 @@ export class ReplyCache {
             max: maxEntries,
             dispose: (entry, key, reason) => {
               // dnsmasq counts as evictions only live entries pushed out to make room.
-              if (reason === 'evict' && this.remainingSeconds(entry) > 0) this.counters.evictions++;
+              if (reason === 'evict' && this.remainingSeconds(entry) > 0) {
+                this.counters.evictions++;
+                if (entry.denial) this.counters.denialEvictions = (this.counters.denialEvictions ?? 0) + 1;
+              }
+              if (entry.denial) this.denials--;
               this.untag(key, entry);
             },
           })
@@ -119,6 +130,11 @@ export class ReplyCache {
 
   get size(): number {
     return this.lru?.size ?? 0;
+  }
+
+  /** Entries holding a denial (NXDOMAIN or NODATA); the rest are successes. */
+  get denialEntries(): number {
+    return this.denials;
   }
 
   private remainingSeconds(entry: CachedReply): number {
@@ -146,6 +162,7 @@ export class ReplyCache {
     if (!this.lru) return;
     this.lru.set(key, entry);
     if (!this.lru.has(key)) return;
+    if (entry.denial) this.denials++;
     for (const name of entry.names) {
       let keys = this.byName.get(name);
       if (!keys) {

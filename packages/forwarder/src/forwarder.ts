@@ -104,6 +104,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       rejectedReplies++;
       rejectedByReason.set(reason, (rejectedByReason.get(reason) ?? 0) + 1);
     },
+    onTry: (server: string, rcode: number | undefined, seconds: number) => metrics.upstreamTry(server, rcode, seconds),
   };
 
   const serverOf = (zone: Fqdn) => config.routes().routeFor(zone);
@@ -171,6 +172,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     now,
   });
   const metrics = createForwarderMetrics(registry, {
+    server: () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`,
+    cacheDenialEntries: () => cache.denialEntries,
+    inFlight: () => queries.inFlight(),
+    loopDisabled: () => disabled.size,
     reloadFailures: () => config.failures,
     rejectedReplies: () => rejectedByReason,
     cache: counters,
@@ -190,6 +195,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log,
     observe: (outcome) => {
       if (outcome.rejected) rejected[outcome.rejected] = (rejected[outcome.rejected] ?? 0) + 1;
+      metrics.observeQuery(outcome);
     },
   });
 

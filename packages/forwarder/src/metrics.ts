@@ -1,10 +1,23 @@
-import { Counter, collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
+import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
 import type { CacheCounters } from './cache.js';
 import type { PushCounters } from './query-handler.js';
+import { FastHistogram, LabelledCounts } from './query-stats.js';
 import type { ZoneSync } from './zone-sync.js';
 
 /** What the metrics read at scrape time: counters the forwarder keeps for CHAOS stats too. */
+/** CoreDNS's request duration buckets: 0.25 ms doubling to 8.192 s. */
+const DURATION_BUCKETS = Array.from({ length: 16 }, (_, k) => 0.00025 * 2 ** k);
+
 export interface ForwarderMetricSources {
+  /** CoreDNS's `server` label: `dns://<address>:<port>`, known once listening. */
+  server(): string;
+  /** Cache entries that hold a denial (NXDOMAIN, NODATA). */
+  cacheDenialEntries(): number;
+  /** Questions in flight upstream now. */
+  inFlight(): number;
+  /** Upstreams disabled because they loop back to us. */
+  loopDisabled(): number;
   /** Config reloads refused (invalid or unreadable ConfigMap or resolv file). */
   reloadFailures(): number;
   /** Upstream replies dropped, by reason (source, id, question, not-a-response, stray). */
@@ -104,7 +117,175 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
       for (const { zone, serial } of sources.zones()) if (serial !== undefined) this.labels(zone).set(serial);
     },
   });
+  // CoreDNS's names and labels where the concept is the same (its dashboards and mixin alerts
+  // work unchanged): one server block, zone ".".
+  const ZONE = '.';
+  const labelledFrom = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    read: () => Array<[Record<string, string>, number]>,
+  ) => {
+    const seen = new Map<string, number>();
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        for (const [labels, now] of read()) {
+          const key = JSON.stringify(labels);
+          const before = seen.get(key) ?? 0;
+          if (now > before) this.labels(labels).inc(now - before);
+          seen.set(key, now);
+        }
+      },
+    });
+  };
+  const server = () => ({ server: sources.server() });
+  labelledFrom(
+    'coredns_cache_hits_total',
+    'Cache hits, by type: success or denial (NXDOMAIN, NODATA).',
+    ['server', 'type'],
+    () => {
+      const denial = sources.cache.denialHits ?? 0;
+      return [
+        [{ ...server(), type: 'success' }, sources.cache.hits - denial],
+        [{ ...server(), type: 'denial' }, denial],
+      ];
+    },
+  );
+  labelledFrom('coredns_cache_misses_total', 'Cache misses.', ['server'], () => [[server(), sources.cache.misses]]);
+  labelledFrom(
+    'coredns_cache_evictions_total',
+    'Live cache entries pushed out to make room, by type.',
+    ['server', 'type'],
+    () => {
+      const denial = sources.cache.denialEvictions ?? 0;
+      return [
+        [{ ...server(), type: 'success' }, sources.cache.evictions - denial],
+        [{ ...server(), type: 'denial' }, denial],
+      ];
+    },
+  );
+  new Gauge({
+    name: 'coredns_cache_entries',
+    help: 'Entries in the cache, by type: success or denial.',
+    labelNames: ['server', 'type'],
+    registers: [registry],
+    collect() {
+      const denial = sources.cacheDenialEntries();
+      this.labels({ ...server(), type: 'denial' }).set(denial);
+      this.labels({ ...server(), type: 'success' }).set(sources.cacheEntries() - denial);
+    },
+  });
+  counterFrom(
+    'coredns_forward_max_concurrent_rejects_total',
+    'Queries refused because --dns-forward-max questions were in flight upstream.',
+    () => sources.push.maxConcurrentRejects,
+  );
+  counterFrom(
+    'clusterdns_forwarder_coalesced_queries_total',
+    'Queries that joined an identical question already in flight upstream instead of asking again.',
+    () => sources.push.coalesced,
+  );
+  new Gauge({
+    name: 'clusterdns_forwarder_upstream_in_flight',
+    help: 'Distinct questions in flight upstream now (at most --dns-forward-max).',
+    registers: [registry],
+    collect() {
+      this.set(sources.inFlight());
+    },
+  });
+  new Gauge({
+    name: 'clusterdns_forwarder_upstreams_loop_disabled',
+    help: 'Upstreams disabled because they send our queries back to us (--dns-loop-detect).',
+    registers: [registry],
+    collect() {
+      this.set(sources.loopDisabled());
+    },
+  });
+
+  const requests = new LabelledCounts();
+  labelledFrom(
+    'coredns_dns_requests_total',
+    'DNS requests, by transport (proto), address family (1: IPv4, 2: IPv6) and query type.',
+    ['server', 'zone', 'proto', 'family', 'type'],
+    () => requests.entries(),
+  );
+  const responses = new LabelledCounts();
+  labelledFrom('coredns_dns_responses_total', 'DNS responses, by rcode.', ['server', 'zone', 'rcode', 'plugin'], () =>
+    responses.entries(),
+  );
+  const duration = new FastHistogram(
+    registry,
+    'coredns_dns_request_duration_seconds',
+    'Time from a query arriving to its reply, by query type.',
+    DURATION_BUCKETS,
+  );
+  const forwardRequests = new Counter({
+    name: 'coredns_forward_requests_total',
+    help: 'Queries sent to each upstream (every try).',
+    labelNames: ['to'],
+    registers: [registry],
+  });
+  const forwardResponses = new Counter({
+    name: 'coredns_forward_responses_total',
+    help: 'Replies from each upstream, by rcode.',
+    labelNames: ['to', 'rcode'],
+    registers: [registry],
+  });
+  const forwardDuration = new Histogram({
+    name: 'coredns_forward_request_duration_seconds',
+    help: 'Round-trip time of each upstream try that got a reply, by rcode.',
+    labelNames: ['to', 'rcode'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const forwardFailures = new Counter({
+    name: 'coredns_forward_healthcheck_failures_total',
+    help: 'Upstream tries that got no reply (timeout or error); the next server of the route is tried.',
+    labelNames: ['to'],
+    registers: [registry],
+  });
+  const upstreamHealthy = new Gauge({
+    name: 'clusterdns_forwarder_upstream_healthy',
+    help: '1 when the last try of the upstream got a reply (any rcode), 0 when it got none.',
+    labelNames: ['to'],
+    registers: [registry],
+  });
+  const base = () => ({ server: sources.server(), zone: ZONE });
+
   return {
+    /** One message through the query pipeline (the pipeline's `observe`): counts only, no labels hashed. */
+    observeQuery(outcome: QueryOutcome): void {
+      const { query, reply, context } = outcome;
+      if (!query) return;
+      const family = context.remoteAddress.includes(':') ? '2' : '1';
+      const type = typeLabel(query.qtype);
+      requests.inc(`${context.transport}|${family}|${type}`, () => ({
+        ...base(),
+        proto: context.transport,
+        family,
+        type,
+      }));
+      duration.observe(type, () => ({ ...base(), type }), Number(process.hrtime.bigint() - outcome.startedNs) / 1e9);
+      const rcode = reply ? rcodeLabel(reply.readUInt16BE(2) & RCODE_MASK) : 'dropped';
+      responses.inc(rcode, () => ({ ...base(), rcode, plugin: '' }));
+    },
+    /** One upstream try: its rcode, or undefined when it got no reply. */
+    upstreamTry(to: string, rcode: number | undefined, seconds: number): void {
+      forwardRequests.labels(to).inc();
+      if (rcode === undefined) {
+        forwardFailures.labels(to).inc();
+        upstreamHealthy.labels(to).set(0);
+        return;
+      }
+      const name = rcodeLabel(rcode);
+      forwardResponses.labels(to, name).inc();
+      forwardDuration.labels(to, name).observe(seconds);
+      upstreamHealthy.labels(to).set(1);
+    },
     notify(result: 'accepted' | 'refused'): void {
       notifies.labels(result).inc();
     },

@@ -62,6 +62,10 @@ export const STALE_RECHECK_MS = 30_000;
 export interface PushCounters {
   staleServed: number;
   prefetches: number;
+  /** Queries that joined an identical upstream question already in flight. */
+  coalesced: number;
+  /** Queries refused because --dns-forward-max questions were in flight (CoreDNS's max_concurrent). */
+  maxConcurrentRejects: number;
 }
 
 export interface ForwarderQueryHandler {
@@ -84,7 +88,7 @@ export function createQueryHandler(deps: QueryHandlerDeps): ForwarderQueryHandle
   const inflight = new Map<string, Promise<Buffer | undefined>>();
   const { cache, counters } = deps;
 
-  const extra: PushCounters = { staleServed: 0, prefetches: 0 };
+  const extra: PushCounters = { staleServed: 0, prefetches: 0, coalesced: 0, maxConcurrentRejects: 0 };
   /** Keys whose stale answer stands in for a failing upstream: not asked again before this time. */
   const recheckAfter = new Map<string, number>();
 
@@ -118,8 +122,12 @@ export function createQueryHandler(deps: QueryHandlerDeps): ForwarderQueryHandle
   /** One upstream question per key, shared by every query that wants it. */
   const ask = (q: ParsedQuery, key: string): Promise<Buffer | undefined> | undefined => {
     let pending = inflight.get(key);
-    if (!pending) {
-      if (inflight.size >= deps.forwardMax) return undefined;
+    if (pending) extra.coalesced++;
+    else {
+      if (inflight.size >= deps.forwardMax) {
+        extra.maxConcurrentRejects++;
+        return undefined;
+      }
       pending = lookupUpstream(q, key).finally(() => inflight.delete(key));
       inflight.set(key, pending);
     }
@@ -150,6 +158,7 @@ export function createQueryHandler(deps: QueryHandlerDeps): ForwarderQueryHandle
     const hit = cache.get(key);
     if (hit && !hit.stale) {
       counters.hits++;
+      if (hit.entry.denial) counters.denialHits = (counters.denialHits ?? 0) + 1;
       hit.entry.hits++;
       if (deps.logQueries)
         deps.log.info('query', { qname: q.qname, qtype: q.qtype, from: context.remoteAddress, answer: 'cached' });

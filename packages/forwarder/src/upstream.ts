@@ -46,6 +46,8 @@ export interface ForwardOptions {
   /** Servers found to loop back to us: skipped. */
   disabled: ReadonlySet<string>;
   onRejected: (server: string, reason: RejectReason) => void;
+  /** Each try: the server, its rcode (undefined: no answer, a timeout or an error) and how long it took. */
+  onTry?: (server: string, rcode: number | undefined, seconds: number) => void;
 }
 
 /** Our query to an upstream: a fresh random ID, RD, the canonical name, EDNS0 with 1232 bytes. */
@@ -90,6 +92,7 @@ export async function forwardQuery(
     counters.queries++;
     const timeoutMs = Math.min(options.timeoutMs, left);
     const onRejected = (reason: RejectReason) => options.onRejected(id, reason);
+    const started = performance.now();
     try {
       let reply = await options.exchangeUdp(server, buildUpstreamQuery(q), { timeoutMs, onRejected });
       if ((reply.readUInt16BE(2) & FLAG.TC) !== 0) {
@@ -100,6 +103,7 @@ export async function forwardQuery(
         });
       }
       const rcode = reply.readUInt16BE(2) & RCODE_MASK;
+      options.onTry?.(id, rcode, (performance.now() - started) / 1000);
       if (rcode === RCODE.SERVFAIL || rcode === RCODE.REFUSED) {
         counters.failures++;
         fallback = reply;
@@ -109,6 +113,7 @@ export async function forwardQuery(
     } catch (error) {
       counters.failures++;
       lastError = error;
+      options.onTry?.(id, undefined, (performance.now() - started) / 1000);
     }
   }
   if (fallback) return fallback;

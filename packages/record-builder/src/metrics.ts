@@ -1,4 +1,4 @@
-import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeName, typeName } from '@cluster-dns/wire';
+import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResourceName } from './watched-resources.js';
 
@@ -223,10 +223,10 @@ export function createRecordBuilderMetrics(registry: Registry) {
       const rcode = reply ? flags & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;
       const cause = flags & FLAG.TC ? 'truncated' : ERROR_CAUSES[rcode];
       if (cause) errorCount.labels(system, cause).inc();
-      const key = `${query.qtype}|${rcode}|${outcome.context.transport}`;
+      const key = `${typeLabel(query.qtype)}|${rcode}|${outcome.context.transport}`;
       let child = requestChildren.get(key);
       if (!child) {
-        child = requests.labels(typeName(query.qtype), rcodeName(rcode), outcome.context.transport);
+        child = requests.labels(typeLabel(query.qtype), rcodeLabel(rcode), outcome.context.transport);
         requestChildren.set(key, child);
       }
       child.inc();

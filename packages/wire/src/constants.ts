@@ -72,6 +72,20 @@ export function typeName(type: number): string {
   return TYPE_NAMES.get(type) ?? `TYPE${type}`;
 }
 
+/**
+ * A type as a metric label: its name for the types named here, "other" for the rest, as CoreDNS
+ * labels them. A query can carry any of 65,536 types; a label per type would let one client grow
+ * every server's metrics without bound.
+ */
+export function typeLabel(type: number): string {
+  return TYPE_NAMES.get(type) ?? 'other';
+}
+
+/** An rcode as a metric label: its name, or "other" (the header holds 16, EDNS 4,096). */
+export function rcodeLabel(rcode: number): string {
+  return RCODE_NAMES.get(rcode) ?? 'other';
+}
+
 export function rcodeName(rcode: number): string {
   return RCODE_NAMES.get(rcode) ?? `RCODE${rcode}`;
 }

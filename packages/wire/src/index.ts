@@ -24,9 +24,11 @@ export {
   QTYPE,
   RCODE,
   RCODE_MASK,
+  rcodeLabel,
   rcodeName,
   TCP_MAX_BYTES,
   typeFromName,
+  typeLabel,
   typeName,
   UDP_LEGACY_MAX_BYTES,
 } from './constants.js';

@@ -1,0 +1,72 @@
+import type { Registry } from 'prom-client';
+
+/**
+ * Per-query counts kept in plain numbers and turned into Prometheus series only when scraped.
+ * prom-client hashes the label set on every `inc`/`observe`, even through a bound child: on the
+ * cache-hit path that cost a third of the forwarder's throughput (bench case 1: 13 → 20 µs of CPU
+ * per hit). Here a query costs a map lookup and a few additions.
+ */
+export class LabelledCounts {
+  private readonly counts = new Map<string, { labels: Record<string, string>; value: number }>();
+
+  /** Adds one to the series `key` (a cheap string the caller builds), made with `labels()` once. */
+  inc(key: string, labels: () => Record<string, string>): void {
+    const entry = this.counts.get(key);
+    if (entry) entry.value++;
+    else this.counts.set(key, { labels: labels(), value: 1 });
+  }
+
+  entries(): Array<[Record<string, string>, number]> {
+    return [...this.counts.values()].map((e) => [e.labels, e.value]);
+  }
+}
+
+/** A histogram per label set, bucketed by hand, exposed to a registry in Prometheus's form. */
+export class FastHistogram {
+  private readonly series = new Map<string, { labels: Record<string, string>; buckets: Float64Array; sum: number }>();
+
+  constructor(
+    registry: Registry,
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: readonly number[],
+  ) {
+    registry.registerMetric({
+      name,
+      help,
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => ({ name, help, type: 'histogram', aggregator: 'sum', values: this.values() }),
+      reset: () => this.series.clear(),
+    } as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+
+  observe(key: string, labels: () => Record<string, string>, value: number): void {
+    let s = this.series.get(key);
+    if (!s) {
+      s = { labels: labels(), buckets: new Float64Array(this.bounds.length + 1), sum: 0 };
+      this.series.set(key, s);
+    }
+    // Buckets hold their own counts; cumulated when scraped. Few bounds: a linear walk is fastest.
+    let i = 0;
+    while (i < this.bounds.length && value > (this.bounds[i] as number)) i++;
+    s.buckets[i] = (s.buckets[i] as number) + 1;
+    s.sum += value;
+  }
+
+  private values() {
+    const out: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
+    for (const s of this.series.values()) {
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += s.buckets[i] as number;
+        out.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le }, value: cumulative });
+      });
+      cumulative += s.buckets[this.bounds.length] as number;
+      out.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: cumulative });
+      out.push({ metricName: `${this.name}_sum`, labels: s.labels, value: s.sum });
+      out.push({ metricName: `${this.name}_count`, labels: s.labels, value: cumulative });
+    }
+    return out;
+  }
+}
