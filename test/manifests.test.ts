@@ -7,6 +7,7 @@ import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@c
 import { parseFlags } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
 import { loadAllYaml } from '@kubernetes/client-node';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
@@ -49,6 +50,7 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
 
 describe('manifests', () => {

@@ -1,5 +1,6 @@
+import { collectProcessMetrics } from '@cluster-dns/runtime';
 import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { CacheCounters } from './cache.js';
 import type { PushCounters } from './query-handler.js';
 import { FastHistogram, LabelledCounts } from './query-stats.js';
@@ -33,7 +34,7 @@ export interface ForwarderMetricSources {
  * (cache, push) are read at scrape time, so the query path pays nothing for them.
  */
 export function createForwarderMetrics(registry: Registry, sources: ForwarderMetricSources) {
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const counterFrom = (name: string, help: string, read: () => number) => {
     let seen = 0;
     new Counter({

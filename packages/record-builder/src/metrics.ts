@@ -1,5 +1,6 @@
+import { collectProcessMetrics } from '@cluster-dns/runtime';
 import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResourceName } from './watched-resources.js';
 
 /** kube-dns's skydns buckets: 1 ms, 3 ms, then Prometheus's defaults. */
@@ -17,7 +18,7 @@ const ERROR_CAUSES: Record<number, string> = {
 
 /** Every metric of the record-builder, on the registry it is given (never the global one). */
 export function createRecordBuilderMetrics(registry: Registry) {
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const requestCount = new Counter({
     name: 'skydns_skydns_dns_request_count_total',
     help: 'Counter of DNS requests made (kube-dns name), by system: auth or reverse.',

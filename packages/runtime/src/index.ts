@@ -28,3 +28,4 @@ export {
   type LogLevel,
   levelFromVerbosity,
 } from './logger.js';
+export { collectProcessMetrics } from './process-metrics.js';

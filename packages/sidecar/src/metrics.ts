@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Histogram, type Registry } from 'prom-client';
+import { collectProcessMetrics } from '@cluster-dns/runtime';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { ProbeSpec } from './probe-flag.js';
 
 /** kube-dns's probe buckets: 0.25 ms × 2^k for k = 0…15 (0.25 ms to 8192 ms). */
@@ -9,7 +10,7 @@ export type DnsmasqStat = (typeof DNSMASQ_STATS)[number];
 
 /** Every metric of the sidecar, with kube-dns's names under `namespace`, on the given registry. */
 export function createSidecarMetrics(registry: Registry, namespace: string, probes: readonly ProbeSpec[]) {
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const dnsmasqName: Record<DnsmasqStat, string> = {
     hits: 'hits',
     misses: 'misses',

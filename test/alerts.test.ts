@@ -1,0 +1,86 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { dumpYaml, loadAllYaml, loadYaml } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+
+// The PrometheusRule and the kustomization as an operator's tools take them: promtool checks and
+// unit-tests every alert, kubectl renders the manifests.
+const root = fileURLToPath(new URL('..', import.meta.url));
+const has = (command: string, args: string[]) => spawnSync(command, args, { stdio: 'ignore' }).error === undefined;
+const promtool = has('promtool', ['--version']);
+const kubectl = has('kubectl', ['version', '--client']);
+if (!promtool)
+  console.warn('skipping the alert rule tests: promtool is not installed; run: apt-get install -y prometheus');
+if (!kubectl) console.warn('skipping the kustomize test: kubectl is not installed');
+
+type Rule = { alert: string; expr: string; for?: string };
+const ruleDoc = loadYaml(readFileSync(`${root}/manifests/extras/prometheusrule.yaml`, 'utf8')) as {
+  spec: { groups: Array<{ name: string; rules: Rule[] }> };
+};
+const testFile = `${root}/manifests/extras/tests/prometheusrule.test.yaml`;
+
+/** The rules as promtool reads them, beside a copy of the unit tests. */
+function rulesDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rules-'));
+  writeFileSync(join(dir, 'rules.yaml'), dumpYaml({ groups: ruleDoc.spec.groups }));
+  copyFileSync(testFile, join(dir, 'prometheusrule.test.yaml'));
+  return dir;
+}
+
+describe('alert rules', () => {
+  it('has a unit test for every alert', () => {
+    const tests = loadYaml(readFileSync(testFile, 'utf8')) as {
+      tests: Array<{ alert_rule_test: Array<{ alertname: string; exp_alerts: unknown[] }> }>;
+    };
+    const firing = new Set(
+      tests.tests.flatMap((t) => t.alert_rule_test.filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)),
+    );
+    const alerts = ruleDoc.spec.groups.flatMap((g) => g.rules.map((r) => r.alert));
+    expect(alerts.length).toBeGreaterThanOrEqual(8);
+    expect(alerts.filter((a) => !firing.has(a))).toEqual([]);
+  });
+
+  it.skipIf(!promtool)('passes promtool check rules', () => {
+    const dir = rulesDir();
+    const run = spawnSync('promtool', ['check', 'rules', join(dir, 'rules.yaml')], { encoding: 'utf8' });
+    expect(`${run.stdout}${run.stderr}`).toContain('SUCCESS');
+    expect(run.status).toBe(0);
+  });
+
+  it.skipIf(!promtool)('passes promtool test rules: each alert fires on its series and not on healthy ones', () => {
+    const dir = rulesDir();
+    const run = spawnSync('promtool', ['test', 'rules', join(dir, 'prometheusrule.test.yaml')], { encoding: 'utf8' });
+    expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+  });
+
+  it.skipIf(!promtool)('fails promtool test rules when a threshold is broken (the tests can fail)', () => {
+    const dir = rulesDir();
+    const broken = readFileSync(join(dir, 'rules.yaml'), 'utf8').replace('> 0.01', '> 0.5');
+    writeFileSync(join(dir, 'rules.yaml'), broken);
+    const run = spawnSync('promtool', ['test', 'rules', join(dir, 'prometheusrule.test.yaml')], { encoding: 'utf8' });
+    expect(run.status).not.toBe(0);
+    expect(`${run.stdout}${run.stderr}`).toContain('ClusterDNSServfailRatioHigh');
+  });
+});
+
+describe.skipIf(!kubectl)('kustomize', () => {
+  it('kubectl kustomize manifests renders every object of the kustomization, cleanly', () => {
+    const run = spawnSync('kubectl', ['kustomize', `${root}/manifests`], { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    const kinds = (loadAllYaml(run.stdout) as Array<{ kind: string; metadata: { namespace?: string } }>).map(
+      (o) => o.kind,
+    );
+    expect(kinds.sort()).toEqual([
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Deployment',
+      'PodDisruptionBudget',
+      'Service',
+      'ServiceAccount',
+    ]);
+    expect(run.stderr).toBe('');
+  });
+});
