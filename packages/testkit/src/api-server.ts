@@ -3,6 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { discoveryDocument } from './discovery.js';
 import { ObjectStore } from './object-store.js';
+import { mergeKeyAt, openApiV3, unknownFields } from './openapi.js';
+import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.js';
 import {
   apiVersionOf,
   type KubeObject,
@@ -12,6 +14,7 @@ import {
   type ResourcePath,
 } from './resources.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
+import { toTable, wantsTable } from './tables.js';
 import { streamWatch } from './watch-stream.js';
 
 export interface ApiServerOptions {
@@ -108,7 +111,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
 
   function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://testkit');
-    const discovery = discoveryDocument(url.pathname);
+    const discovery = discoveryDocument(url.pathname) ?? openApiV3(url.pathname);
     if (discovery !== undefined) return send(req, res, 200, discovery);
     const path = parseResourcePath(url.pathname);
     if (!path)
@@ -128,7 +131,8 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       if (isWatch) return watch(req, res, path, url.searchParams);
       return getOrList(req, res, path, url.searchParams);
     }
-    if (method === 'POST' || method === 'PUT') return write(req, res, path);
+    if (method === 'POST' || method === 'PUT') return write(req, res, path, url.searchParams);
+    if (method === 'PATCH' && path.name) return patch(req, res, path, url.searchParams);
     if (method === 'DELETE' && path.name) {
       const ok = store.remove(path.kind, path.namespace, path.name);
       return send(
@@ -155,6 +159,13 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       const ns = path.kind.namespaced ? path.namespace : undefined;
       const object = store.get(path.kind, ns, path.name);
       if (!object) return send(req, res, 404, status(404, 'NotFound', `${path.kind.plural} "${path.name}" not found`));
+      if (wantsTable(req.headers.accept))
+        return send(
+          req,
+          res,
+          200,
+          toTable(path.kind, [object], String(store.resourceVersion), params.get('includeObject')),
+        );
       return send(req, res, 200, object);
     }
     let match: (o: KubeObject) => boolean;
@@ -183,6 +194,10 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     const to = limit > 0 ? Math.min(all.length, from + limit) : all.length;
     const next =
       to < all.length ? Buffer.from(JSON.stringify({ from: to, listVersion })).toString('base64url') : undefined;
+    if (wantsTable(req.headers.accept)) {
+      const table = toTable(path.kind, all.slice(from, to), listVersion, params.get('includeObject'));
+      return send(req, res, 200, { ...table, metadata: { ...table.metadata, ...(next ? { continue: next } : {}) } });
+    }
     return send(req, res, 200, {
       kind: `${path.kind.kind}List`,
       apiVersion: apiVersionOf(path.kind),
@@ -232,13 +247,125 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     });
   }
 
-  function write(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath) {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+  /**
+   * kube-apiserver's field validation: `Strict` refuses a field the schema does not declare (400,
+   * kube's wording), `Warn` (the server default) accepts it with a Warning header, `Ignore` says
+   * nothing. Returns false when it answered the request.
+   */
+  function validateFields(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    kind: ResourcePath['kind'],
+    object: unknown,
+    params: URLSearchParams,
+  ): boolean {
+    const mode = params.get('fieldValidation') ?? 'Warn';
+    if (mode === 'Ignore') return true;
+    const unknown = unknownFields(kind, object);
+    if (unknown.length === 0) return true;
+    const messages = unknown.map((f) => `unknown field "${f.slice(1)}"`);
+    if (mode === 'Strict') {
+      send(req, res, 400, status(400, 'BadRequest', `strict decoding error: ${messages.join(', ')}`));
+      return false;
+    }
+    res.setHeader('Warning', messages.map((m) => `299 - "${m}"`).join(', '));
+    return true;
+  }
+
+  function readBody(req: http.IncomingMessage): Promise<string> {
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+  }
+
+  /** PATCH in kubectl's three forms; the result is validated and stored like a PUT. */
+  async function patch(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: ResourcePath,
+    params: URLSearchParams,
+  ) {
+    const body = await readBody(req);
+    const ns = path.kind.namespaced ? path.namespace : undefined;
+    const current = store.get(path.kind, ns, path.name as string);
+    if (!current) return send(req, res, 404, status(404, 'NotFound', `${path.kind.plural} "${path.name}" not found`));
+    let document: unknown;
+    try {
+      document = JSON.parse(body);
+    } catch (error) {
+      return send(req, res, 400, status(400, 'BadRequest', `body is not JSON: ${(error as Error).message}`));
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim();
+    let next: KubeObject;
+    try {
+      if (type === 'application/merge-patch+json') next = mergePatch(current, document) as KubeObject;
+      else if (type === 'application/json-patch+json') next = jsonPatch(current, document) as KubeObject;
+      else if (type === 'application/strategic-merge-patch+json')
+        next = strategicMergePatch(current, document, mergeKeyAt(path.kind)) as KubeObject;
+      else
+        return send(
+          req,
+          res,
+          415,
+          status(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json`,
+          ),
+        );
+    } catch (error) {
+      if (!(error instanceof PatchError)) throw error;
+      return send(req, res, 422, status(422, 'Invalid', error.message));
+    }
+    if (!validateFields(req, res, path.kind, next, params)) return;
+    if (next.metadata?.name !== current.metadata.name || next.metadata?.namespace !== current.metadata.namespace)
+      return send(req, res, 422, status(422, 'Invalid', 'metadata.name and metadata.namespace cannot be changed'));
+    const expected = next.metadata.resourceVersion;
+    if (expected && expected !== current.metadata.resourceVersion) return send(req, res, 409, conflict(path, current));
+    const immutable = immutableViolation(current, next);
+    if (immutable) return send(req, res, 422, status(422, 'Invalid', immutable));
+    try {
+      return send(req, res, 200, store.apply(next));
+    } catch (error) {
+      return send(req, res, 422, status(422, 'Invalid', (error as Error).message));
+    }
+  }
+
+  /** kube's immutable fields that clients trip over: a Service's cluster IPs, once set. */
+  const immutableViolation = (current: KubeObject, next: KubeObject): string | undefined => {
+    if (current.kind !== 'Service') return undefined;
+    const before = (current.spec as { clusterIP?: string } | undefined)?.clusterIP;
+    const after = (next.spec as { clusterIP?: string } | undefined)?.clusterIP;
+    if (!before || before === after || (before === 'None' && after === undefined)) return undefined;
+    return `Service "${current.metadata.name}" is invalid: spec.clusterIPs[0]: Invalid value: []string{"${after ?? ''}"}: may not change once set`;
+  };
+
+  const conflict = (path: ResourcePath, current: KubeObject) =>
+    status(
+      409,
+      'Conflict',
+      `Operation cannot be fulfilled on ${path.kind.plural} "${current.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+    );
+
+  function write(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath, params: URLSearchParams) {
+    const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim();
+    if (type !== 'application/json' && type !== 'application/yaml')
+      return send(
+        req,
+        res,
+        415,
+        status(
+          415,
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format (${type}) - accepted media types include: application/json`,
+        ),
+      );
+    void readBody(req).then((body) => {
       let object: KubeObject;
       try {
-        object = JSON.parse(Buffer.concat(chunks).toString('utf8')) as KubeObject;
+        object = JSON.parse(body) as KubeObject;
       } catch (error) {
         return send(req, res, 400, status(400, 'BadRequest', `body is not JSON: ${(error as Error).message}`));
       }
@@ -247,7 +374,17 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       if (path.namespace && object.metadata) object.metadata.namespace ??= path.namespace;
       if (kindOfObject(object) !== path.kind)
         return send(req, res, 400, status(400, 'BadRequest', 'kind does not match the path'));
+      if (!validateFields(req, res, path.kind, object, params)) return;
       const exists = store.get(path.kind, object.metadata?.namespace, object.metadata?.name ?? '');
+      // A replace that names a resourceVersion is conditional on it (optimistic concurrency).
+      const expected = object.metadata?.resourceVersion;
+      if (req.method === 'PUT' && exists && expected && expected !== exists.metadata.resourceVersion)
+        return send(req, res, 409, conflict(path, exists));
+      // As kube-apiserver: a PUT creates only where the kind allows it (Endpoints do, for controllers).
+      if (req.method === 'PUT' && !exists && path.kind.kind !== 'Endpoints')
+        return send(req, res, 404, status(404, 'NotFound', `${path.kind.plural} "${object.metadata?.name}" not found`));
+      const immutable = req.method === 'PUT' && exists ? immutableViolation(exists, object) : undefined;
+      if (immutable) return send(req, res, 422, status(422, 'Invalid', immutable));
       if (req.method === 'POST' && exists)
         return send(
           req,

@@ -10,7 +10,7 @@ function resourceList(groupVersion: string, kinds: readonly ResourceKind[]) {
       singularName: k.kind.toLowerCase(),
       namespaced: k.namespaced,
       kind: k.kind,
-      verbs: ['create', 'delete', 'get', 'list', 'update', 'watch'],
+      verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
       shortNames: k.shortNames,
     })),
   };
