@@ -55,13 +55,25 @@ function onReply(msg) {
   return true;
 }
 
+const QUANTILES = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999];
+
 function finish() {
   const elapsed = (Math.min(performance.now(), deadline) - start) / 1000;
   latencies.sort((a, b) => a - b);
   const pct = (p) =>
     latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] : null;
   process.stdout.write(
-    `${JSON.stringify({ sent, received, lost: sent - received, qps: received / elapsed, p50Ms: pct(0.5), p99Ms: pct(0.99), maxMs: latencies.at(-1) ?? null })}\n`,
+    `${JSON.stringify({
+      sent,
+      received,
+      lost: sent - received,
+      qps: received / elapsed,
+      p50Ms: pct(0.5),
+      p99Ms: pct(0.99),
+      maxMs: latencies.at(-1) ?? null,
+      // The distribution, for the latency chart (bench/charts.mjs).
+      quantilesMs: QUANTILES.map((q) => [q, pct(q)]),
+    })}\n`,
   );
   process.exit(0);
 }

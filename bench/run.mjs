@@ -1,11 +1,12 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
 //   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7]
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
+import { writeCharts } from './charts.mjs';
 import {
   LOAD_CORE,
   machine,
@@ -180,6 +181,15 @@ if (want(6)) await runPropagation({ row, quick });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);
+// A run of some cases keeps today's rows of the others (each row's case number is its prefix).
+const resultFile = join(ROOT, `bench/results/${date}.json`);
+if (only && existsSync(resultFile)) {
+  const earlier = JSON.parse(readFileSync(resultFile, 'utf8'));
+  const kept = earlier.rows.filter((r) => !only.includes(Number.parseInt(r.case, 10)));
+  rows.unshift(...kept);
+  rows.sort((a, b) => Number.parseInt(a.case, 10) - Number.parseInt(b.case, 10));
+  notes.push(...(earlier.notes ?? []).filter((n) => !notes.includes(n)));
+}
 const result = { date, machine: machine(), tools, secondsPerCase: seconds, rows, notes };
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(join(ROOT, `bench/results/${date}.json`), `${JSON.stringify(result, null, 2)}\n`);
@@ -215,7 +225,7 @@ const lines = [
   `|---|---|${cols.map(() => '---').join('|')}|---|`,
   ...rows.map((r) => {
     const other = Object.entries(r)
-      .filter(([k]) => !['case', 'server', 'tool', 'sent', 'received', 'maxMs', ...cols].includes(k))
+      .filter(([k]) => !['case', 'server', 'tool', 'sent', 'received', 'maxMs', 'quantilesMs', ...cols].includes(k))
       .map(([k, v]) => `${k} ${fmt(v)}`)
       .join(', ');
     return `| ${r.case} | ${r.server} (${r.tool ?? 'timer'}) | ${cols.map((c) => fmt(r[c])).join(' | ')} | ${other} |`;
@@ -230,4 +240,6 @@ const lines = [
 ];
 writeFileSync(join(ROOT, `bench/results/${date}.md`), lines.join('\n'));
 console.log(lines.join('\n'));
+const charts = await writeCharts(result, join(ROOT, 'bench/results/charts'));
+console.log(`charts: ${charts.join(', ')}`);
 process.exit(0);

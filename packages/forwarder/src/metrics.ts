@@ -1,6 +1,6 @@
 import { collectProcessMetrics } from '@cluster-dns/runtime';
 import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { CacheCounters } from './cache.js';
 import type { PushCounters } from './query-handler.js';
 import { FastHistogram, LabelledCounts } from './query-stats.js';
@@ -224,36 +224,37 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Time from a query arriving to its reply, by query type.',
     DURATION_BUCKETS,
   );
-  const forwardRequests = new Counter({
-    name: 'coredns_forward_requests_total',
-    help: 'Queries sent to each upstream (every try).',
-    labelNames: ['to'],
-    registers: [registry],
-  });
-  const forwardResponses = new Counter({
-    name: 'coredns_forward_responses_total',
-    help: 'Replies from each upstream, by rcode.',
-    labelNames: ['to', 'rcode'],
-    registers: [registry],
-  });
-  const forwardDuration = new Histogram({
-    name: 'coredns_forward_request_duration_seconds',
-    help: 'Round-trip time of each upstream try that got a reply, by rcode.',
-    labelNames: ['to', 'rcode'],
-    buckets: DURATION_BUCKETS,
-    registers: [registry],
-  });
-  const forwardFailures = new Counter({
-    name: 'coredns_forward_healthcheck_failures_total',
-    help: 'Upstream tries that got no reply (timeout or error); the next server of the route is tried.',
-    labelNames: ['to'],
-    registers: [registry],
-  });
-  const upstreamHealthy = new Gauge({
+  // Per try, counted the same cheap way: a miss pays a few map lookups, not label hashing.
+  const forwardRequests = new LabelledCounts();
+  labelledFrom('coredns_forward_requests_total', 'Queries sent to each upstream (every try).', ['to'], () =>
+    forwardRequests.entries(),
+  );
+  const forwardResponses = new LabelledCounts();
+  labelledFrom('coredns_forward_responses_total', 'Replies from each upstream, by rcode.', ['to', 'rcode'], () =>
+    forwardResponses.entries(),
+  );
+  const forwardDuration = new FastHistogram(
+    registry,
+    'coredns_forward_request_duration_seconds',
+    'Round-trip time of each upstream try that got a reply, by rcode.',
+    DURATION_BUCKETS,
+  );
+  const forwardFailures = new LabelledCounts();
+  labelledFrom(
+    'coredns_forward_healthcheck_failures_total',
+    'Upstream tries that got no reply (timeout or error); the next server of the route is tried.',
+    ['to'],
+    () => forwardFailures.entries(),
+  );
+  const lastTryAnswered = new Map<string, boolean>();
+  new Gauge({
     name: 'clusterdns_forwarder_upstream_healthy',
     help: '1 when the last try of the upstream got a reply (any rcode), 0 when it got none.',
     labelNames: ['to'],
     registers: [registry],
+    collect() {
+      for (const [to, answered] of lastTryAnswered) this.labels(to).set(answered ? 1 : 0);
+    },
   });
   const base = () => ({ server: sources.server(), zone: ZONE });
 
@@ -276,16 +277,16 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     },
     /** One upstream try: its rcode, or undefined when it got no reply. */
     upstreamTry(to: string, rcode: number | undefined, seconds: number): void {
-      forwardRequests.labels(to).inc();
+      forwardRequests.inc(to, () => ({ to }));
+      lastTryAnswered.set(to, rcode !== undefined);
       if (rcode === undefined) {
-        forwardFailures.labels(to).inc();
-        upstreamHealthy.labels(to).set(0);
+        forwardFailures.inc(to, () => ({ to }));
         return;
       }
       const name = rcodeLabel(rcode);
-      forwardResponses.labels(to, name).inc();
-      forwardDuration.labels(to, name).observe(seconds);
-      upstreamHealthy.labels(to).set(1);
+      const key = `${to}|${name}`;
+      forwardResponses.inc(key, () => ({ to, rcode: name }));
+      forwardDuration.observe(key, () => ({ to, rcode: name }), seconds);
     },
     notify(result: 'accepted' | 'refused'): void {
       notifies.labels(result).inc();

@@ -1,0 +1,168 @@
+// The benchmark's pictures, next to its tables: Vega-Lite specs compiled and rendered to SVG in
+// Node (vega's headless renderer, no browser, no canvas). Each run overwrites
+// bench/results/charts/*.svg, which the README shows. `node bench/charts.mjs [results.json] [dir]`
+// redraws them from a results file.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as vega from 'vega';
+import * as vl from 'vega-lite';
+
+const SERVER_COLORS = { domain: ['cluster-dns', 'dnsmasq'], range: ['#1f77b4', '#ff7f0e'] };
+
+async function render(spec) {
+  const compiled = vl.compile({ $schema: 'https://vega.github.io/schema/vega-lite/v6.json', ...spec }).spec;
+  const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
+  return view.toSVG();
+}
+
+const short = (caseName) =>
+  caseName
+    .replace(/^(\d)\. /, '$1 ')
+    .replace('forwarder ', '')
+    .replace('record-builder ', 'rb ');
+
+/** Latency at each quantile, ours and dnsmasq's, at the fixed 10k QPS of case 1. */
+function latencySpec(rows) {
+  const values = rows
+    .filter((r) => r.case === '1. forwarder cache hits, UDP, 10k QPS' && Array.isArray(r.quantilesMs))
+    .flatMap((r) =>
+      r.quantilesMs.map(([q, ms]) => ({ server: r.server, quantile: `p${Math.round(q * 10000) / 100}`, q, ms })),
+    );
+  if (values.length === 0) return undefined;
+  return {
+    title: 'Cache hits at 10,000 QPS (UDP): latency by quantile',
+    width: 520,
+    height: 280,
+    data: { values },
+    mark: { type: 'line', point: true },
+    encoding: {
+      x: { field: 'quantile', type: 'ordinal', sort: { field: 'q' }, title: 'quantile' },
+      y: { field: 'ms', type: 'quantitative', scale: { type: 'log' }, title: 'latency (ms, log scale)' },
+      color: { field: 'server', type: 'nominal', scale: SERVER_COLORS },
+    },
+  };
+}
+
+/** Queries per second of every case that measured them, ours beside dnsmasq's. */
+function qpsSpec(rows) {
+  const values = rows
+    .filter((r) => typeof r.qps === 'number' && r.qps > 0)
+    .map((r) => ({ case: short(r.case), server: r.server, qps: Math.round(r.qps) }));
+  if (values.length === 0) return undefined;
+  return {
+    title: 'Queries per second, by case',
+    width: 420,
+    data: { values },
+    mark: 'bar',
+    encoding: {
+      y: { field: 'case', type: 'nominal', title: null, sort: null },
+      yOffset: { field: 'server' },
+      x: { field: 'qps', type: 'quantitative', title: 'queries per second' },
+      color: { field: 'server', type: 'nominal', scale: SERVER_COLORS },
+      tooltip: [{ field: 'qps' }],
+    },
+  };
+}
+
+/** Case 6: how long each kind of change takes to show through the forwarder. */
+function propagationSpec(rows) {
+  const values = rows
+    .filter((r) => r.case.startsWith('6.') && typeof r.p50Ms === 'number' && typeof r.p99Ms === 'number')
+    .flatMap((r) => [
+      { change: short(r.case).replace(/^6 (propagation: )?/, ''), stat: 'p50', ms: Math.max(r.p50Ms, 0.01) },
+      { change: short(r.case).replace(/^6 (propagation: )?/, ''), stat: 'p99', ms: Math.max(r.p99Ms, 0.01) },
+    ]);
+  if (values.length === 0) return undefined;
+  return {
+    title: 'Change to answer through the forwarder (case 6)',
+    width: 420,
+    data: { values },
+    mark: 'bar',
+    encoding: {
+      y: { field: 'change', type: 'nominal', title: null, sort: null },
+      yOffset: { field: 'stat' },
+      x: { field: 'ms', type: 'quantitative', scale: { type: 'log' }, title: 'milliseconds (log scale)' },
+      color: { field: 'stat', type: 'nominal', scale: { range: ['#6baed6', '#08519c'] } },
+    },
+  };
+}
+
+/** Case 5's sizing: the record-builder's RSS after GC against the size of the cluster. */
+function rssSpec(rows) {
+  const point = (r, services, endpoints) =>
+    r && typeof r.rssMiBAfterGc === 'number'
+      ? { size: `${services} Services, ${endpoints} endpoints`, endpoints, services, rss: r.rssMiBAfterGc }
+      : undefined;
+  const byCase = (name) => rows.find((r) => r.case === name);
+  const values = [
+    point(byCase('5. sizing: empty cluster'), 0, 0),
+    point(byCase('5. sizing: 10,000 Services, no endpoints'), 10000, 0),
+    point(byCase('5. scale (1 core): start to ready'), 10000, 100000),
+  ].filter(Boolean);
+  const unit = byCase('5. sizing: per unit (README table)');
+  if (values.length === 0) return undefined;
+  const model = unit
+    ? [0, 25000, 50000, 75000, 100000].map((e) => ({
+        endpoints: e,
+        rss: unit.baseRssMiB + unit.rssMiBPer1kServices * 10 + (unit.rssMiBPer10kEndpoints * e) / 10000,
+      }))
+    : [];
+  return {
+    title: 'Record-builder memory against cluster size (case 5)',
+    width: 420,
+    height: 260,
+    layer: [
+      ...(model.length
+        ? [
+            {
+              data: { values: model },
+              mark: { type: 'line', strokeDash: [4, 3], color: '#999' },
+              encoding: {
+                x: { field: 'endpoints', type: 'quantitative' },
+                y: { field: 'rss', type: 'quantitative' },
+              },
+            },
+          ]
+        : []),
+      {
+        data: { values },
+        mark: { type: 'point', filled: true, size: 80 },
+        encoding: {
+          x: {
+            field: 'endpoints',
+            type: 'quantitative',
+            title: 'endpoints (10,000 Services; the empty cluster has none)',
+          },
+          y: { field: 'rss', type: 'quantitative', title: 'RSS after GC (MiB)', scale: { zero: false } },
+          color: { field: 'size', type: 'nominal', title: 'measured' },
+        },
+      },
+    ],
+  };
+}
+
+/** Writes every chart the rows allow; returns the files written. */
+export async function writeCharts(result, dir) {
+  mkdirSync(dir, { recursive: true });
+  const specs = {
+    latency: latencySpec(result.rows),
+    qps: qpsSpec(result.rows),
+    propagation: propagationSpec(result.rows),
+    rss: rssSpec(result.rows),
+  };
+  const written = [];
+  for (const [name, spec] of Object.entries(specs)) {
+    if (!spec) continue;
+    const file = join(dir, `${name}.svg`);
+    writeFileSync(file, `${await render(spec)}\n`);
+    written.push(file);
+  }
+  return written;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const file = process.argv[2] ?? new URL('./results/2026-12-01.json', import.meta.url).pathname;
+  const result = JSON.parse(readFileSync(file, 'utf8'));
+  const dir = process.argv[3] ?? new URL('./results/charts', import.meta.url).pathname;
+  console.log((await writeCharts(result, dir)).join('\n'));
+}

@@ -1,0 +1,36 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+describe('bench charts', () => {
+  it('draws the four charts from a results file, with their data in them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'charts-'));
+    const run = spawnSync(
+      process.execPath,
+      [`${root}/bench/charts.mjs`, `${root}/bench/results/2026-12-01.json`, dir],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual(['latency.svg', 'propagation.svg', 'qps.svg', 'rss.svg']);
+    const svg = (name: string) => readFileSync(join(dir, name), 'utf8');
+    expect(svg('latency.svg')).toMatch(/^<svg/);
+    expect(svg('latency.svg')).toContain('dnsmasq');
+    expect(svg('latency.svg')).toContain('p99.9');
+    expect(svg('qps.svg')).toContain('cache hits, UDP, max');
+    expect(svg('propagation.svg')).toContain('Service re-created with a new cluster IP');
+    expect(svg('rss.svg')).toContain('RSS after GC');
+  });
+
+  it('shows in the README the charts it draws', () => {
+    const readme = readFileSync(`${root}/README.md`, 'utf8');
+    for (const name of ['latency', 'qps', 'propagation', 'rss'])
+      expect(readme).toContain(`(bench/results/charts/${name}.svg)`);
+  });
+});
