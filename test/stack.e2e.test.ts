@@ -1,6 +1,7 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { Resolver } from 'node:dns/promises';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import {
   type LaunchedProcess,
   launchProcess,
@@ -38,10 +39,17 @@ const recordBuilderNotes = () =>
     .filter((m) => m.startsWith('record-builder') && /"level":"(warn|error)"|watch|restart/.test(m))
     .slice(-8)
     .join(' | ');
-const dig = (...args: string[]) =>
-  execFileSync('dig', ['@127.0.0.1', '-p', String(ports.dnsPort), '+short', '+time=2', '+tries=1', ...args], {
-    encoding: 'utf8',
-  }).trim();
+/**
+ * dig, run without blocking this process: the test upstream that outside names are forwarded to
+ * lives here, and a synchronous exec would keep it from answering (a miss then timed out).
+ */
+const execFileAsync = promisify(execFile);
+const dig = async (...args: string[]) =>
+  (
+    await execFileAsync('dig', ['@127.0.0.1', '-p', String(ports.dnsPort), '+short', '+time=2', '+tries=1', ...args], {
+      encoding: 'utf8',
+    })
+  ).stdout.trim();
 
 beforeAll(async () => {
   upstream = await startTestUpstream({
@@ -100,9 +108,9 @@ describe('the three-process stack, through its public ports only', () => {
     const expected = ['10.96.0.1', '10 100 443 frontend.shop.svc.cluster.local.', 'payments.example.org.\n192.0.2.50'];
     const got = hasDig
       ? [
-          dig('kubernetes.default.svc.cluster.local'),
-          dig('SRV', '_https._tcp.frontend.shop.svc.cluster.local'),
-          dig('payments.shop.svc.cluster.local'),
+          await dig('kubernetes.default.svc.cluster.local'),
+          await dig('SRV', '_https._tcp.frontend.shop.svc.cluster.local'),
+          await dig('payments.shop.svc.cluster.local'),
         ]
       : [
           (await resolver.resolve4('kubernetes.default.svc.cluster.local')).join(''),
@@ -112,7 +120,7 @@ describe('the three-process stack, through its public ports only', () => {
           `payments.example.org.\n${(await resolver.resolve4('payments.shop.svc.cluster.local')).join('')}`,
         ];
     expect(got).toEqual(expected);
-    if (hasDig) expect(dig('+tcp', 'cart.shop.svc.cluster.local')).toBe('10.96.10.20');
+    if (hasDig) expect(await dig('+tcp', 'cart.shop.svc.cluster.local')).toBe('10.96.10.20');
   });
 
   it('shows API changes through the forwarder: a service created, an endpoint turned ready, a service deleted', async () => {
