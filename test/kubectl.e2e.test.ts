@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { waitFor } from '@cluster-dns/testkit';
 import { type DecodedMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Stack, startStack } from './fuzz/stack.js';
+import { type Stack, startStack } from './support/stack.js';
 
 // The real kubectl against testkit's API server with the record-builder and the forwarder on it,
 // as a new user drives the demo: apply, get, patch in its three forms, edit, replace, delete, and

@@ -7,7 +7,7 @@ import { freePort, type LaunchedProcess, launchProcess, waitFor } from '@cluster
 import { QTYPE, queryDns } from '@cluster-dns/wire';
 import { loadYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dist, type Stack, startStack } from './fuzz/stack.js';
+import { dist, type Stack, startStack } from './support/stack.js';
 
 // A real Prometheus scraping the three metrics endpoints of the stack, as an operator's does;
 // promtool's lint on each endpoint; every PromQL expression of the dashboard run against it.

@@ -1,28 +1,12 @@
 import dgram from 'node:dgram';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import {
-  fixtures,
-  freePort,
-  type LaunchedProcess,
-  launchProcess,
-  startApiServer,
-  startTestUpstream,
-  type TestApiServer,
-  type TestUpstream,
-  waitFor,
-} from '@cluster-dns/testkit';
+import { fixtures, type LaunchedProcess, type TestApiServer, type TestUpstream, waitFor } from '@cluster-dns/testkit';
 import { buildNotify, decodeMessage, QTYPE, queryDns, RCODE, randomQueryId, toFqdn } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startStack as startWholeStack } from './support/stack.js';
 
 // The record-builder and the forwarder as the manifest runs them (--notify to the forwarder,
 // kube-dns's --no-negcache, TTL 30), on testkit's API server: a change must show through the
 // forwarder's warm cache at once, not after the TTL.
-const root = fileURLToPath(new URL('..', import.meta.url));
-const RB = `${root}/packages/record-builder/dist/main.js`;
-const FW = `${root}/packages/forwarder/dist/main.js`;
 const Z = 'svc.cluster.local';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -57,66 +41,28 @@ const cluster = () => [
   fixtures.service('shop', 'pay', { externalName: 'pay-a.example.org' }),
 ];
 
-/** The two processes; `notifyPort` is where the record-builder sends NOTIFY (the forwarder, or a relay). */
+/** The two processes; `notify` is where the record-builder sends NOTIFY (the forwarder, or a relay). */
 async function startStack(
   options: { notify?: 'direct' | number | 'none'; forwarderArgs?: string[] } = {},
 ): Promise<Stack> {
-  const api = await startApiServer({ objects: cluster() });
-  cleanups.push(() => api.close());
-  const external = await startTestUpstream({
-    records: {
+  const stack = await startWholeStack({
+    objects: cluster(),
+    notify: options.notify,
+    fwArgs: options.forwarderArgs,
+    upstreamRecords: {
       'pay-a.example.org.': [{ type: QTYPE.A, address: '192.0.2.1', ttl: 300 }],
       'pay-b.example.org.': [{ type: QTYPE.A, address: '192.0.2.2', ttl: 300 }],
     },
   });
-  cleanups.push(() => external.close());
-  const kubeconfig = join(await mkdtemp(join(tmpdir(), 'push-')), 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
-  const fwPort = await freePort();
-  const notify = options.notify ?? 'direct';
-  const rb = await launchProcess({
-    script: RB,
-    args: [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-bind-address=127.0.0.1',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-      ...(notify === 'none' ? [] : [`--notify=127.0.0.1:${notify === 'direct' ? fwPort : notify}`]),
-    ],
-  });
-  cleanups.push(() => rb.stop('SIGKILL'));
-  const rbPort = rb.ready.dnsPort as number;
-  const fw = await launchProcess({
-    script: FW,
-    args: [
-      '-k',
-      '--cache-size=1000',
-      '--no-negcache',
-      '--no-resolv',
-      '--listen-address=127.0.0.1',
-      `--port=${fwPort}`,
-      `--server=/cluster.local/127.0.0.1#${rbPort}`,
-      `--server=/in-addr.arpa/127.0.0.1#${rbPort}`,
-      `--server=/ip6.arpa/127.0.0.1#${rbPort}`,
-      `--server=${external.address}`,
-      '--lameduck=0s',
-      '--metrics-port=0',
-      '--metrics-address=127.0.0.1',
-      ...(options.forwarderArgs ?? []),
-    ],
-  });
-  cleanups.push(() => fw.stop('SIGKILL'));
-  const ports = { rb: rb.ready.metricsPort as number, fw: fw.ready.metricsPort as number };
+  cleanups.push(() => stack.close());
+  const ports = { rb: stack.rb.ready.metricsPort as number, fw: stack.fw.ready.metricsPort as number };
   return {
-    api,
-    rb,
-    fw,
-    fwPort,
-    external,
-    ask: (name, type = QTYPE.A) => queryDns({ host: '127.0.0.1', port: fwPort }, name, type, { timeoutMs: 3000 }),
+    api: stack.api,
+    rb: stack.rb,
+    fw: stack.fw,
+    fwPort: stack.fwPort,
+    external: stack.upstream,
+    ask: (name, type = QTYPE.A) => queryDns({ host: '127.0.0.1', port: stack.fwPort }, name, type, { timeoutMs: 3000 }),
     metrics: async (which) => (await fetch(`http://127.0.0.1:${ports[which]}/metrics`)).text(),
   };
 }

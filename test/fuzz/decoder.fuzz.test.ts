@@ -12,7 +12,7 @@ import {
 } from '@cluster-dns/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SCALE } from './stack.js';
+import { SCALE } from '../support/stack.js';
 
 // The decoders every process shares, on arbitrary octets and on mutations of real messages:
 // they may refuse a message only with one of our errors (which the listeners turn into FORMERR

@@ -1,7 +1,7 @@
 import { checkExpectation, craftedPackets, mutate, optRecord, query, seededRandom } from '@cluster-dns/testkit';
 import { decodeMessage, QTYPE } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rssMiB, SCALE, type Stack, startStack, tcpClient, udpClient } from './stack.js';
+import { rssMiB, SCALE, type Stack, startStack, tcpClient, udpClient } from '../support/stack.js';
 
 // Every DNS listener of the stack against the malformed-message corpus (testkit/malformed.ts)
 // and seeded mutations of valid queries, over UDP and TCP. Each must answer or drop every

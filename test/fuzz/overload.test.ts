@@ -3,7 +3,7 @@ import net from 'node:net';
 import { query, waitFor } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SCALE, type Stack, startStack } from './stack.js';
+import { SCALE, type Stack, startStack } from '../support/stack.js';
 
 // Operations under pressure: the metrics endpoints while the DNS ports are flooded, and the
 // forwarder when it runs out of file descriptors.

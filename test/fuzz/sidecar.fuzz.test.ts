@@ -2,7 +2,7 @@ import dgram from 'node:dgram';
 import { launchProcess, mutate, seededRandom, waitFor } from '@cluster-dns/testkit';
 import { encodeMessage, HEADER_BYTES, QCLASS, QTYPE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { dist, rssMiB, SCALE } from './stack.js';
+import { dist, rssMiB, SCALE } from '../support/stack.js';
 
 // The sidecar's reply parsing: a "forwarder" that answers every CHAOS statistics query and every
 // probe with mutated, truncated or random replies (carrying the query's ID, so they reach the

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { query } from '@cluster-dns/testkit';
 import { decodeMessage } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Stack, startStack, tcpClient } from './stack.js';
+import { type Stack, startStack, tcpClient } from '../support/stack.js';
 
 // What TCP clients can do to a DNS server (RFC 7766) besides sending bad messages: stall,
 // trickle, idle, pipeline, half-close, and open connections by the thousand.

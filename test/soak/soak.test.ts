@@ -1,7 +1,7 @@
 import { fixtures, launchProcess } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterAll, describe, expect, it } from 'vitest';
-import { baseCluster, dist, rssMiB, type Stack, startStack } from '../fuzz/stack.js';
+import { baseCluster, dist, rssMiB, type Stack, startStack } from '../support/stack.js';
 
 // The whole stack (record-builder, forwarder with --notify push, sidecar) under mixed traffic
 // while the API churns: Services deleted and re-created with new cluster IPs, endpoints flipping

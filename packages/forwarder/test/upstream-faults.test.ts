@@ -1,5 +1,5 @@
 import dgram from 'node:dgram';
-import { query } from '@cluster-dns/testkit';
+import { query, replyTo } from '@cluster-dns/testkit';
 import {
   buildBareResponse,
   buildNotify,
@@ -21,30 +21,6 @@ import { startForwarder, upstream } from './harness.js';
 const A = (address: string, ttl = 60) => ({ type: QTYPE.A, address, ttl });
 const records = { 'a.example.org.': [A('192.0.2.1')] };
 
-/** A reply to `q` with the records given, built the way any server would send it. */
-function replyWith(
-  q: ParsedQuery,
-  sections: { answers?: Rr[]; authorities?: Rr[]; additionals?: Rr[]; rcode?: number },
-): Buffer {
-  return encodeMessage({
-    id: q.id,
-    flags: {
-      qr: true,
-      opcode: 0,
-      aa: true,
-      tc: false,
-      rd: q.rd,
-      ra: true,
-      ad: false,
-      cd: false,
-      rcode: sections.rcode ?? 0,
-    },
-    questions: [{ name: q.qname, type: q.qtype, class: q.qclass }],
-    answers: sections.answers ?? [],
-    authorities: sections.authorities ?? [],
-    additionals: sections.additionals ?? [],
-  });
-}
 const rr = (name: string, data: Omit<Rr, 'name' | 'class'>): Rr => ({ name, class: 1, ...data }) as Rr;
 const soa = (zone: string, ttl: number, minimum: number): Rr =>
   rr(zone, {
@@ -156,10 +132,10 @@ describe('upstream faults: what the cache refuses or corrects', () => {
   it('caps a TTL of 2^31-1 at 7 days and a huge SOA minimum at 3 hours, and reads a TTL of 2^31 or more as 0', async () => {
     const up = await upstream({
       script: (q) => {
-        if (q.qname.startsWith('forever')) return replyWith(q, { answers: [rr(q.qname, A('192.0.2.9', 0x7fffffff))] });
+        if (q.qname.startsWith('forever')) return replyTo(q, { answers: [rr(q.qname, A('192.0.2.9', 0x7fffffff))] });
         if (q.qname.startsWith('negative'))
-          return replyWith(q, { rcode: RCODE.NXDOMAIN, authorities: [soa('example.org.', 0x7fffffff, 0x7fffffff)] });
-        return replyWith(q, { answers: [rr(q.qname, A('192.0.2.10', 0x80000000))] });
+          return replyTo(q, { rcode: RCODE.NXDOMAIN, authorities: [soa('example.org.', 0x7fffffff, 0x7fffffff)] });
+        return replyTo(q, { answers: [rr(q.qname, A('192.0.2.10', 0x80000000))] });
       },
     });
     const f = await startForwarder([`--server=${up.address}`]);
@@ -183,7 +159,7 @@ describe('upstream faults: what the cache refuses or corrects', () => {
 
   it('gives every record of an answer the smallest TTL among them', async () => {
     const up = await upstream({
-      script: (q) => replyWith(q, { answers: [rr(q.qname, A('192.0.2.1', 300)), rr(q.qname, A('192.0.2.2', 10))] }),
+      script: (q) => replyTo(q, { answers: [rr(q.qname, A('192.0.2.1', 300)), rr(q.qname, A('192.0.2.2', 10))] }),
     });
     const f = await startForwarder([`--server=${up.address}`]);
     for (let i = 0; i < 2; i++) {
@@ -196,8 +172,8 @@ describe('upstream faults: what the cache refuses or corrects', () => {
     const up = await upstream({
       script: (q) => {
         if (q.qname !== 'a.example.org.')
-          return replyWith(q, { rcode: RCODE.NXDOMAIN, authorities: [soa('test.', 60, 60)] });
-        return replyWith(q, {
+          return replyTo(q, { rcode: RCODE.NXDOMAIN, authorities: [soa('test.', 60, 60)] });
+        return replyTo(q, {
           answers: [rr('a.example.org', A('192.0.2.1')), rr('www.bank.test', A('6.6.6.6'))],
           authorities: [
             rr('example.org', { type: QTYPE.NS, ttl: 60, target: 'ns1.example.org' } as Omit<Rr, 'name' | 'class'>),
@@ -240,7 +216,7 @@ describe('upstream faults: load', () => {
   it('holds the in-flight cap against a slow upstream: the excess is refused at once and memory stays flat', async () => {
     const up = await upstream({
       delayMs: 1500,
-      script: (q) => replyWith(q, { answers: [rr(q.qname, A('192.0.2.1'))] }),
+      script: (q) => replyTo(q, { answers: [rr(q.qname, A('192.0.2.1'))] }),
     });
     const f = await startForwarder([
       `--server=${up.address}`,

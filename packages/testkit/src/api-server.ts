@@ -78,6 +78,12 @@ export interface ApiFaults {
   restart(): Promise<void>;
 }
 
+const PATCH_TYPES = [
+  'application/json-patch+json',
+  'application/merge-patch+json',
+  'application/strategic-merge-patch+json',
+];
+
 function status(code: number, reason: string, message: string) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
@@ -280,6 +286,24 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     });
   }
 
+  /** kube's 415, naming what came (kubectl's generators send protobuf, which testkit does not read). */
+  const unsupportedMedia = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    type: string | undefined,
+    accepted: string[],
+  ) =>
+    send(
+      req,
+      res,
+      415,
+      status(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format (${type}) - accepted media types include: ${accepted.join(', ')}`,
+      ),
+    );
+
   /** PATCH in kubectl's three forms; the result is validated and stored like a PUT. */
   async function patch(
     req: http.IncomingMessage,
@@ -304,17 +328,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       else if (type === 'application/json-patch+json') next = jsonPatch(current, document) as KubeObject;
       else if (type === 'application/strategic-merge-patch+json')
         next = strategicMergePatch(current, document, mergeKeyAt(path.kind)) as KubeObject;
-      else
-        return send(
-          req,
-          res,
-          415,
-          status(
-            415,
-            'UnsupportedMediaType',
-            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json`,
-          ),
-        );
+      else return unsupportedMedia(req, res, type, PATCH_TYPES);
     } catch (error) {
       if (!(error instanceof PatchError)) throw error;
       return send(req, res, 422, status(422, 'Invalid', error.message));
@@ -351,17 +365,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
 
   function write(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath, params: URLSearchParams) {
     const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim();
-    if (type !== 'application/json' && type !== 'application/yaml')
-      return send(
-        req,
-        res,
-        415,
-        status(
-          415,
-          'UnsupportedMediaType',
-          `the body of the request was in an unknown format (${type}) - accepted media types include: application/json`,
-        ),
-      );
+    if (type !== 'application/json') return unsupportedMedia(req, res, type, ['application/json']);
     void readBody(req).then((body) => {
       let object: KubeObject;
       try {

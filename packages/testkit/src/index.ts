@@ -27,11 +27,13 @@ export { ObjectStore, type StoredEvent, type WatchEventType } from './object-sto
 export { type LaunchedProcess, type LaunchOptions, type LogLine, launchProcess } from './process-launcher.js';
 export { type KubeObject, parseResourcePath, RESOURCE_KINDS, type ResourceKind } from './resources.js';
 export {
+  replyTo,
   type SeenQuery,
   type SpoofKind,
   startTestUpstream,
   type TestUpstream,
   type TestUpstreamOptions,
   type UpstreamBehaviour,
+  type UpstreamScript,
 } from './test-upstream.js';
 export { waitFor } from './wait-for.js';

@@ -79,6 +79,31 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
+/** An authoritative reply to `q` with these records, as any server would send it (for scripts). */
+export function replyTo(
+  q: ParsedQuery,
+  sections: { answers?: Rr[]; authorities?: Rr[]; additionals?: Rr[]; rcode?: number },
+): Buffer {
+  return encodeMessage({
+    id: q.id,
+    flags: {
+      qr: true,
+      opcode: 0,
+      aa: true,
+      tc: false,
+      rd: q.rd,
+      ra: true,
+      ad: false,
+      cd: false,
+      rcode: sections.rcode ?? RCODE.NOERROR,
+    },
+    questions: [{ name: q.qname, type: q.qtype, class: q.qclass }],
+    answers: sections.answers ?? [],
+    authorities: sections.authorities ?? [],
+    additionals: sections.additionals ?? [],
+  });
+}
+
 /** A small authoritative DNS server for tests, with faults on demand. */
 export async function startTestUpstream(initial: TestUpstreamOptions = {}): Promise<TestUpstream> {
   let options: TestUpstreamOptions = { ...initial };
@@ -123,23 +148,8 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
     if (!records) return negative(q, RCODE.NXDOMAIN);
     const matching = records.filter((r) => r.type === q.qtype || r.type === QTYPE.CNAME);
     if (matching.length === 0) return negative(q, RCODE.NOERROR);
-    return encodeMessage({
-      id: q.id,
-      flags: {
-        qr: true,
-        opcode: 0,
-        aa: true,
-        tc: false,
-        rd: q.rd,
-        ra: true,
-        ad: false,
-        cd: false,
-        rcode: RCODE.NOERROR,
-      },
-      questions: [{ name: q.qname, type: q.qtype, class: q.qclass }],
+    return replyTo(q, {
       answers: matching.map((r) => ({ ...r, name: q.qname, class: 1, ttl: r.ttl ?? 60 }) as Rr),
-      authorities: [],
-      additionals: [],
     });
   };
 

@@ -14,7 +14,11 @@ import {
   startTestUpstream,
   type TestApiServer,
   type TestUpstream,
+  type TestUpstreamOptions,
 } from '@cluster-dns/testkit';
+
+// The whole stack as the tests of the whole start it: testkit's API server, the record-builder
+// and the forwarder as their own processes on loopback, and an outside upstream.
 
 /** How much the fuzz and soak suites do: 1 in CI (`pnpm test`), more with `pnpm fuzz` / `pnpm soak`. */
 export const SCALE = Number(process.env.CLUSTER_DNS_FUZZ_SCALE ?? 1);
@@ -54,15 +58,20 @@ export async function startStack(
     /** A command to run the forwarder under (`prlimit --nofile=…`). */
     fwPrefix?: string[];
     objects?: ReturnType<typeof baseCluster>;
+    /** Where the record-builder sends NOTIFY: the forwarder (default), another port (a relay), or nowhere. */
+    notify?: 'direct' | number | 'none';
+    /** What the outside upstream serves (default: pay.example.org and www.example.org). */
+    upstreamRecords?: TestUpstreamOptions['records'];
   } = {},
 ): Promise<Stack> {
   const api = await startApiServer({ objects: options.objects ?? baseCluster() });
   const upstream = await startTestUpstream({
-    records: {
+    records: options.upstreamRecords ?? {
       'pay.example.org.': [{ type: 1, address: '192.0.2.7', ttl: 300 }],
       'www.example.org.': [{ type: 1, address: '192.0.2.8', ttl: 300 }],
     },
   });
+  const notify = options.notify ?? 'direct';
   const kubeconfig = join(await mkdtemp(join(tmpdir(), 'fuzz-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
   const fwPort = await freePort();
@@ -76,7 +85,7 @@ export async function startStack(
       '--healthz-port=0',
       '--metrics-port=0',
       '--lameduck=0s',
-      `--notify=127.0.0.1:${fwPort}`,
+      ...(notify === 'none' ? [] : [`--notify=127.0.0.1:${notify === 'direct' ? fwPort : notify}`]),
       ...(options.rbArgs ?? []),
     ],
   });
