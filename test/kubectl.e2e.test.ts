@@ -200,18 +200,35 @@ describe.skipIf(!kubectlThere)('kubectl against the demo stack', () => {
       ['create', '-f', '-'],
       'apiVersion: v1\nkind: Service\nmetadata: { name: pay, namespace: shop }\nspec: { type: ExternalName, externalName: pay.example.org }\n',
     );
-    // kubectl's generators (`kubectl create service …`) send protobuf, which testkit does not
-    // speak: the answer says so, naming the media type.
-    const generated = await kubectl([
-      'create',
-      'service',
-      'externalname',
-      'other',
-      '-n',
-      'shop',
-      '--external-name=x.example.org',
-    ]);
-    expect(generated.err).toContain('application/vnd.kubernetes.protobuf');
+    // kubectl's generators send protobuf, which testkit reads for the kinds they create; a
+    // Service created without a cluster IP gets one allocated, as on a real API server.
+    await ok(['create', 'namespace', 'tools']);
+    await ok(['create', 'service', 'clusterip', 'gen', '-n', 'tools', '--tcp=80:8080']);
+    const allocated = (await ok(['get', 'svc', 'gen', '-n', 'tools', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
+    expect(allocated).toMatch(/^10\.96\.\d+\.\d+$/);
+    await until(
+      'the allocated cluster IP',
+      (m) => m.answers.some((a) => a.address === allocated),
+      'gen.tools.svc.cluster.local',
+      QTYPE.A,
+    );
+    await ok(['create', 'service', 'externalname', 'alias', '-n', 'tools', '--external-name=www.example.org']);
+    await until(
+      'the generated CNAME',
+      (m) => m.answers.some((a) => a.target === 'www.example.org.'),
+      'alias.tools.svc.cluster.local',
+      QTYPE.CNAME,
+    );
+    await ok(['create', 'configmap', 'cfg', '-n', 'tools', '--from-literal=stubDomains={}']);
+    expect(await ok(['get', 'cm', 'cfg', '-n', 'tools', '-o', 'jsonpath={.data.stubDomains}'])).toBe('{}');
+    // A body that is not the k8s protobuf envelope gets a clear refusal, naming the problem.
+    const garbage = await fetch(`${stack.api.url}/api/v1/namespaces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.kubernetes.protobuf' },
+      body: Buffer.from('k8s\u0000\u00ff', 'latin1'),
+    });
+    expect(garbage.status).toBe(415);
+    expect(await garbage.text()).toContain('truncated varint');
     await until(
       'the CNAME',
       (m) => m.answers.some((a) => a.type === QTYPE.CNAME && a.target === 'pay.example.org.'),
@@ -248,5 +265,6 @@ describe.skipIf(!kubectlThere)('kubectl against the demo stack', () => {
       QTYPE.CNAME,
     );
     expect(await ok(['get', 'svc', '-n', 'shop'])).toBe('');
+    await ok(['delete', 'namespace', 'tools']);
   });
 });

@@ -5,6 +5,7 @@ import { discoveryDocument } from './discovery.js';
 import { ObjectStore } from './object-store.js';
 import { mergeKeyAt, openApiV3, unknownFields } from './openapi.js';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.js';
+import { decodeKubeProtobuf, ProtobufError } from './protobuf.js';
 import {
   apiVersionOf,
   type KubeObject,
@@ -78,6 +79,7 @@ export interface ApiFaults {
   restart(): Promise<void>;
 }
 
+const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 const PATCH_TYPES = [
   'application/json-patch+json',
   'application/merge-patch+json',
@@ -278,13 +280,14 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     return true;
   }
 
-  function readBody(req: http.IncomingMessage): Promise<string> {
+  function readBytes(req: http.IncomingMessage): Promise<Buffer> {
     return new Promise((resolve) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      req.on('end', () => resolve(Buffer.concat(chunks)));
     });
   }
+  const readBody = async (req: http.IncomingMessage) => (await readBytes(req)).toString('utf8');
 
   /** kube's 415, naming what came (kubectl's generators send protobuf, which testkit does not read). */
   const unsupportedMedia = (
@@ -347,6 +350,27 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     }
   }
 
+  /**
+   * As kube-apiserver's allocator: a Service created without a cluster IP (and not ExternalName or
+   * headless) gets a free one, from 10.96.128.0/17 here (tests and the demo pick theirs below it).
+   */
+  const allocateClusterIp = (object: KubeObject) => {
+    const spec = object.spec as { type?: string; clusterIP?: string; clusterIPs?: string[] } | undefined;
+    if (object.kind !== 'Service' || !spec || spec.type === 'ExternalName' || spec.clusterIP) return;
+    const used = new Set(
+      store
+        .list(kindOfObject(object) as ResourcePath['kind'])
+        .flatMap((o) => (o.spec as { clusterIPs?: string[] })?.clusterIPs ?? []),
+    );
+    for (let n = 128 * 256 + 1; n < 256 * 256 - 1; n++) {
+      const ip = `10.96.${n >> 8}.${n & 255}`;
+      if (used.has(ip)) continue;
+      spec.clusterIP = ip;
+      spec.clusterIPs = [ip];
+      return;
+    }
+  };
+
   /** kube's immutable fields that clients trip over: a Service's cluster IPs, once set. */
   const immutableViolation = (current: KubeObject, next: KubeObject): string | undefined => {
     if (current.kind !== 'Service') return undefined;
@@ -365,12 +389,16 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
 
   function write(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath, params: URLSearchParams) {
     const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim();
-    if (type !== 'application/json') return unsupportedMedia(req, res, type, ['application/json']);
-    void readBody(req).then((body) => {
+    if (type !== 'application/json' && type !== PROTOBUF)
+      return unsupportedMedia(req, res, type, ['application/json', PROTOBUF]);
+    void readBytes(req).then((body) => {
       let object: KubeObject;
       try {
-        object = JSON.parse(body) as KubeObject;
+        // kubectl's generators (`kubectl create namespace …`) send protobuf; everything else JSON.
+        object = (type === PROTOBUF ? decodeKubeProtobuf(body) : JSON.parse(body.toString('utf8'))) as KubeObject;
       } catch (error) {
+        if (error instanceof ProtobufError)
+          return unsupportedMedia(req, res, `${type}: ${error.message}`, ['application/json']);
         return send(req, res, 400, status(400, 'BadRequest', `body is not JSON: ${(error as Error).message}`));
       }
       object.apiVersion ??= apiVersionOf(path.kind);
@@ -387,6 +415,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       // As kube-apiserver: a PUT creates only where the kind allows it (Endpoints do, for controllers).
       if (req.method === 'PUT' && !exists && path.kind.kind !== 'Endpoints')
         return send(req, res, 404, status(404, 'NotFound', `${path.kind.plural} "${object.metadata?.name}" not found`));
+      if (req.method === 'POST' && !exists) allocateClusterIp(object);
       const immutable = req.method === 'PUT' && exists ? immutableViolation(exists, object) : undefined;
       if (immutable) return send(req, res, 422, status(422, 'Invalid', immutable));
       if (req.method === 'POST' && exists)
