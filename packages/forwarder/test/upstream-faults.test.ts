@@ -4,7 +4,6 @@ import {
   buildBareResponse,
   buildNotify,
   decodeMessage,
-  encodeMessage,
   HEADER_BYTES,
   type ParsedQuery,
   QTYPE,

@@ -10,6 +10,16 @@ export const recordBuilderFlags = {
   domain: flag.string('cluster DNS zone served authoritatively', 'cluster.local.'),
   'dns-bind-address': flag.string('address to serve DNS on (UDP and TCP)', '0.0.0.0', { check: address('listen on') }),
   'dns-port': flag.int('port to serve DNS on (UDP and TCP); 0 picks a free one', 10053, { min: 0, max: 65535 }),
+  'max-tcp-connections': flag.int('DNS TCP connections at most; past it new ones are closed at once', 1000, {
+    min: 1,
+    max: 1_000_000,
+  }),
+  'max-tcp-connections-per-client': flag.int(
+    'DNS TCP connections from one client address at most (the forwarder and the sidecar are the clients)',
+    1000,
+    { min: 1, max: 1_000_000 },
+  ),
+  'tcp-idle-timeout': flag.duration('close a DNS TCP connection idle this long (RFC 7766)', 10_000),
   'healthz-bind-address': flag.string('address of the /readiness, /healthz, /cache HTTP server', '0.0.0.0', {
     check: address('listen on'),
   }),
@@ -104,6 +114,9 @@ export interface RecordBuilderOptions {
   readonly reverseZones: readonly Fqdn[];
   readonly dnsHost: string;
   readonly dnsPort: number;
+  readonly maxTcpConnections: number;
+  readonly maxTcpConnectionsPerClient: number;
+  readonly tcpIdleTimeoutMs: number;
   readonly healthzHost: string;
   readonly healthzPort: number;
   readonly metricsPort: number;
@@ -135,6 +148,9 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')],
     dnsHost: values['dns-bind-address'],
     dnsPort: values['dns-port'],
+    maxTcpConnections: values['max-tcp-connections'],
+    maxTcpConnectionsPerClient: values['max-tcp-connections-per-client'],
+    tcpIdleTimeoutMs: values['tcp-idle-timeout'],
     healthzHost: values['healthz-bind-address'],
     healthzPort: values['healthz-port'],
     metricsPort: values['metrics-port'],

@@ -187,6 +187,9 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         host: options.dnsHost,
         port: options.dnsPort,
         handler,
+        maxTcpConnections: options.maxTcpConnections,
+        maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+        tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
         onHandlerError: (error) => log.debug('send failed', { err: error }),
       });
       closers.push('dns', () => dns.close({ deadlineMs: 2000 }));

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { fixtures, launchProcess, waitFor } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
@@ -84,6 +85,29 @@ describe('record-builder as a process', () => {
       names: Record<string, Array<{ address?: string }>>;
     };
     expect(cache.names['kubernetes.default.svc.cluster.local.']?.map((r) => r.address)).toEqual(['10.96.0.1']);
+  });
+
+  it('caps TCP connections per client and closes idle ones (--max-tcp-connections-per-client, --tcp-idle-timeout)', async () => {
+    const rb = await startRecordBuilder(
+      [fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'], ports: [{ name: 'https', port: 443 }] })],
+      ['--max-tcp-connections-per-client=2', '--tcp-idle-timeout=1s'],
+    );
+    const connect = () =>
+      new Promise<net.Socket>((resolve) => {
+        const socket = net.connect(rb.dnsPort, '127.0.0.1', () => resolve(socket));
+        socket.on('error', () => {});
+      });
+    const closed = (socket: net.Socket) => new Promise<number>((r) => socket.once('close', () => r(Date.now())));
+    const [a, b] = [await connect(), await connect()];
+    const third = await connect();
+    const openedAt = Date.now();
+    // The third from the same address is closed at once; the first two live until idle.
+    expect((await closed(third)) - openedAt).toBeLessThan(500);
+    const [closedA, closedB] = await Promise.all([closed(a), closed(b)]);
+    expect(Math.min(closedA, closedB) - openedAt).toBeGreaterThanOrEqual(800);
+    expect(
+      (await rb.query('kubernetes.default.svc.cluster.local', QTYPE.A, { transport: 'tcp' })).answers,
+    ).toHaveLength(1);
   });
 
   it('drains on SIGTERM: readiness fails during lameduck, then it exits 0', async () => {
