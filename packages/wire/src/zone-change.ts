@@ -1,7 +1,7 @@
 import { FLAG, OPCODE, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE, RCODE_MASK } from './constants.js';
 import { ClusterDnsError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
-import { decodeMessage, encodeMessage } from './message.js';
+import { DEFAULT_FLAGS, decodeMessage, encodeMessage } from './message.js';
 import type { DecodedRr, SoaRecord } from './records.js';
 
 /**
@@ -11,17 +11,7 @@ import type { DecodedRr, SoaRecord } from './records.js';
 export function buildNotify(id: number, zone: Fqdn): Buffer {
   return encodeMessage({
     id,
-    flags: {
-      qr: false,
-      opcode: OPCODE.NOTIFY,
-      aa: true,
-      tc: false,
-      rd: false,
-      ra: false,
-      ad: false,
-      cd: false,
-      rcode: 0,
-    },
+    flags: { ...DEFAULT_FLAGS, opcode: OPCODE.NOTIFY, aa: true },
     questions: [{ name: zone, type: QTYPE.SOA, class: QCLASS.IN }],
     answers: [],
     authorities: [],
@@ -44,17 +34,7 @@ export function isNotifyAck(reply: Buffer): boolean {
 export function buildIxfrQuery(id: number, zone: Fqdn, serial: number): Buffer {
   return encodeMessage({
     id,
-    flags: {
-      qr: false,
-      opcode: OPCODE.QUERY,
-      aa: false,
-      tc: false,
-      rd: false,
-      ra: false,
-      ad: false,
-      cd: false,
-      rcode: 0,
-    },
+    flags: DEFAULT_FLAGS,
     questions: [{ name: zone, type: QTYPE.IXFR, class: QCLASS.IN }],
     answers: [],
     authorities: [
