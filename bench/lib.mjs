@@ -62,6 +62,18 @@ export function rssMiB(pid) {
   return Math.round((Number(line.split(/\s+/)[1]) / 1024) * 10) / 10;
 }
 
+/** The record-builder's flags for a bench run: on `kubeconfig`, every port free on loopback, no lameduck. */
+export const recordBuilderArgs = (kubeconfig, extra = []) => [
+  `--kubecfg-file=${kubeconfig}`,
+  '--dns-bind-address=127.0.0.1',
+  '--dns-port=0',
+  '--healthz-bind-address=127.0.0.1',
+  '--healthz-port=0',
+  '--metrics-port=0',
+  '--lameduck=0s',
+  ...extra,
+];
+
 /**
  * One of our processes, pinned to `core` (a number or a taskset list such as "0,1"), waited for
  * until its ready line. `script` defaults to its dist/main.js; the scale case runs the bundle.

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, freePort, startApiServer, startTestUpstream } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
-import { round, SERVER_CORE, startOurs } from './lib.mjs';
+import { recordBuilderArgs, round, SERVER_CORE, startOurs } from './lib.mjs';
 
 const Z = 'svc.cluster.local';
 const ip = (base, i) => `10.${base}.${i >> 8}.${i & 255}`;
@@ -66,20 +66,7 @@ async function startPair({ count, notify, forwarderExtra = [] }) {
   const fwPort = await freePort();
   const relay = notify === 'relay' ? await notifyRelay() : undefined;
   const notifyArgs = notify === 'none' ? [] : [`--notify=127.0.0.1:${relay ? relay.port : fwPort}`];
-  const rb = await startOurs(
-    'record-builder',
-    [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-bind-address=127.0.0.1',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-      ...notifyArgs,
-    ],
-    SERVER_CORE,
-  );
+  const rb = await startOurs('record-builder', recordBuilderArgs(kubeconfig, notifyArgs), SERVER_CORE);
   const rbPort = rb.ready.dnsPort;
   const fw = await startOurs(
     'forwarder',

@@ -11,6 +11,7 @@ import {
   LOAD_CORE,
   machine,
   ROOT,
+  recordBuilderArgs,
   repin,
   round,
   runDnsperf,
@@ -57,20 +58,7 @@ async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env 
   const api = await startApiServer({ objects, ...apiOptions });
   const kubeconfig = join(await mkdtemp(join(tmpdir(), 'bench-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
-  const rb = await startOurs(
-    'record-builder',
-    [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-bind-address=127.0.0.1',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-    ],
-    core,
-    env,
-  );
+  const rb = await startOurs('record-builder', recordBuilderArgs(kubeconfig), core, env);
   const stop = async () => {
     await rb.stop();
     await api.close();

@@ -8,7 +8,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { QTYPE, queryDns } from '@cluster-dns/wire';
-import { cpuSeconds, LOAD_CORE, ROOT, round, rssTreeMiB, runLoadgen, SERVER_CORE, startOurs, withCpu } from './lib.mjs';
+import {
+  cpuSeconds,
+  LOAD_CORE,
+  ROOT,
+  recordBuilderArgs,
+  round,
+  rssTreeMiB,
+  runLoadgen,
+  SERVER_CORE,
+  startOurs,
+  withCpu,
+} from './lib.mjs';
 
 const SERVICES = 9000;
 const HEADLESS = 1000;
@@ -175,15 +186,7 @@ async function startRecordBuilder(objects, cores) {
   await api.writeKubeconfig(kubeconfig);
   const rb = await startOurs(
     'record-builder',
-    [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-bind-address=127.0.0.1',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
-    ],
+    recordBuilderArgs(kubeconfig),
     cores,
     { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? manifestNodeOptions() },
     join(ROOT, 'packages/record-builder/bundle/main.js'),
