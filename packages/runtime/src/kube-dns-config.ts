@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDns1123Subdomain } from '@cluster-dns/wire';
 import { ClusterDnsError } from './errors.js';
@@ -27,26 +27,55 @@ export const EMPTY_KUBE_DNS_CONFIG: KubeDnsConfig = Object.freeze({
 });
 
 /**
- * Reads a ConfigMap volume: one file per key, hidden entries (the kubelet's `..data` symlink
- * swaps) skipped. A missing or empty folder is the default config, as in kube-dns.
+ * Reads a ConfigMap volume: one file per key. A missing or empty folder is the default config, as
+ * in kube-dns. The kubelet updates such a volume by writing the new version into a folder of its
+ * own and swapping the `..data` symlink to it; only then does it add the links of new keys and
+ * remove those of old ones. Read through the visible links, an update in progress can look like a
+ * config nobody wrote (a new key not linked yet, an old one dangling). So when `..data` is there,
+ * the version it points to is read whole, and read again should the kubelet remove it meanwhile.
  */
 export async function readConfigDir(dir: string): Promise<Map<string, string>> {
+  for (let attempt = 1; ; attempt++) {
+    let version: string;
+    try {
+      version = await realpath(join(dir, '..data'));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      return readKeyFiles(dir, false);
+    }
+    try {
+      return await readKeyFiles(version, true);
+    } catch (error) {
+      // The version was replaced and removed while being read: the next one is complete.
+      if (!(error instanceof VersionGoneError) || attempt >= 3) throw error;
+    }
+  }
+}
+
+class VersionGoneError extends Error {}
+
+/** Each regular file of `dir` whose name is not hidden, by name. */
+async function readKeyFiles(dir: string, isVersion: boolean): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return out;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if (isVersion) throw new VersionGoneError(dir);
+    return out;
   }
   for (const name of names.sort()) {
     if (name.startsWith('.')) continue;
     try {
       out.set(name, await readFile(join(dir, name), 'utf8'));
     } catch (error) {
-      // A directory or a key removed between readdir and read: not a config value.
-      if ((error as NodeJS.ErrnoException).code !== 'EISDIR' && (error as NodeJS.ErrnoException).code !== 'ENOENT')
-        throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EISDIR') continue;
+      if (code !== 'ENOENT') throw error;
+      if (isVersion) throw new VersionGoneError(dir);
+      // A visible key whose link dangles or went away between readdir and read: not a config value.
     }
   }
   return out;
