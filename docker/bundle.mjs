@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, stop } from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** Entry points of each process: its main, and any worker it starts by file name. */
@@ -55,6 +55,8 @@ for (const [name, entries] of Object.entries(BUNDLES)) {
       console.log(`  ${(n / 1024).toFixed(0).padStart(6)} KiB  ${pkg}`);
   }
 }
+// esbuild's service process outlives the builds unless stopped (and with it, a test that imports this).
+await stop();
 // The bundles depend on nothing but node: check no package was left out as external.
 for (const name of Object.keys(BUNDLES)) {
   const text = readFileSync(join(root, 'packages', name, 'bundle', 'main.js'), 'utf8');

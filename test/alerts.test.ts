@@ -1,17 +1,16 @@
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hasCommand, runCommand } from '@cluster-dns/testkit';
 import { dumpYaml, loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 
 // The PrometheusRule and the kustomization as an operator's tools take them: promtool checks and
 // unit-tests every alert, kubectl renders the manifests.
 const root = fileURLToPath(new URL('..', import.meta.url));
-const has = (command: string, args: string[]) => spawnSync(command, args, { stdio: 'ignore' }).error === undefined;
-const promtool = has('promtool', ['--version']);
-const kubectl = has('kubectl', ['version', '--client']);
+const promtool = hasCommand('promtool');
+const kubectl = hasCommand('kubectl');
 if (!promtool)
   console.warn('skipping the alert rule tests: promtool is not installed; run: apt-get install -y prometheus');
 if (!kubectl) console.warn('skipping the kustomize test: kubectl is not installed');
@@ -43,32 +42,35 @@ describe('alert rules', () => {
     expect(alerts.filter((a) => !firing.has(a))).toEqual([]);
   });
 
-  it.skipIf(!promtool)('passes promtool check rules', () => {
+  it.skipIf(!promtool)('passes promtool check rules', async () => {
     const dir = rulesDir();
-    const run = spawnSync('promtool', ['check', 'rules', join(dir, 'rules.yaml')], { encoding: 'utf8' });
+    const run = await runCommand('promtool', ['check', 'rules', join(dir, 'rules.yaml')]);
     expect(`${run.stdout}${run.stderr}`).toContain('SUCCESS');
     expect(run.status).toBe(0);
   });
 
-  it.skipIf(!promtool)('passes promtool test rules: each alert fires on its series and not on healthy ones', () => {
-    const dir = rulesDir();
-    const run = spawnSync('promtool', ['test', 'rules', join(dir, 'prometheusrule.test.yaml')], { encoding: 'utf8' });
-    expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
-  });
+  it.skipIf(!promtool)(
+    'passes promtool test rules: each alert fires on its series and not on healthy ones',
+    async () => {
+      const dir = rulesDir();
+      const run = await runCommand('promtool', ['test', 'rules', join(dir, 'prometheusrule.test.yaml')]);
+      expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+    },
+  );
 
-  it.skipIf(!promtool)('fails promtool test rules when a threshold is broken (the tests can fail)', () => {
+  it.skipIf(!promtool)('fails promtool test rules when a threshold is broken (the tests can fail)', async () => {
     const dir = rulesDir();
     const broken = readFileSync(join(dir, 'rules.yaml'), 'utf8').replace('> 0.01', '> 0.5');
     writeFileSync(join(dir, 'rules.yaml'), broken);
-    const run = spawnSync('promtool', ['test', 'rules', join(dir, 'prometheusrule.test.yaml')], { encoding: 'utf8' });
+    const run = await runCommand('promtool', ['test', 'rules', join(dir, 'prometheusrule.test.yaml')]);
     expect(run.status).not.toBe(0);
     expect(`${run.stdout}${run.stderr}`).toContain('ClusterDNSServfailRatioHigh');
   });
 });
 
 describe.skipIf(!kubectl)('kustomize', () => {
-  it('kubectl kustomize manifests renders every object of the kustomization, cleanly', () => {
-    const run = spawnSync('kubectl', ['kustomize', `${root}/manifests`], { encoding: 'utf8' });
+  it('kubectl kustomize manifests renders every object of the kustomization, cleanly', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests`]);
     expect(run.status, run.stderr).toBe(0);
     const kinds = (loadAllYaml(run.stdout) as Array<{ kind: string; metadata: { namespace?: string } }>).map(
       (o) => o.kind,

@@ -67,11 +67,11 @@ describe.skipIf(unavailable)('the forwarder as the manifest deploys it, in a net
     const fw = await launchProcess({ prefix: pod.prefix, script: FORWARDER, args });
     procs.push(fw);
     expect(fw.ready.port).toBe(53);
-    const reply = JSON.parse(pod.run(process.execPath, [QUERY, '127.0.0.1', '53', 'example.org', 'A']));
+    const reply = JSON.parse(await pod.run(process.execPath, [QUERY, '127.0.0.1', '53', 'example.org', 'A']));
     expect(reply.flags.rcode).toBe(0);
     expect(reply.answers.map((a: { address: string }) => a.address)).toEqual(['192.0.2.80']);
     // Also through the Pod's own address, as kube-proxy delivers queries.
-    const viaPodIp = JSON.parse(pod.run(process.execPath, [QUERY, '192.0.2.2', '53', 'example.org', 'A']));
+    const viaPodIp = JSON.parse(await pod.run(process.execPath, [QUERY, '192.0.2.2', '53', 'example.org', 'A']));
     expect(viaPodIp.answers.map((a: { address: string }) => a.address)).toEqual(['192.0.2.80']);
     expect(fw.logs.some((l) => String(l.msg).startsWith('forwarding loop detected'))).toBe(false);
   });

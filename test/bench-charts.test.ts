@@ -1,22 +1,20 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runCommand } from '@cluster-dns/testkit';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 describe('bench charts', () => {
-  it('draws the four charts from a results file, with their data in them', () => {
+  it('draws the four charts from a results file, with their data in them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'charts-'));
-    const run = spawnSync(
-      process.execPath,
-      [`${root}/bench/charts.mjs`, `${root}/bench/results/2026-12-01.json`, dir],
-      {
-        encoding: 'utf8',
-      },
-    );
+    const run = await runCommand(process.execPath, [
+      `${root}/bench/charts.mjs`,
+      `${root}/bench/results/2026-12-01.json`,
+      dir,
+    ]);
     expect(run.status, run.stderr).toBe(0);
     expect(readdirSync(dir).sort()).toEqual(['latency.svg', 'propagation.svg', 'qps.svg', 'rss.svg']);
     const svg = (name: string) => readFileSync(join(dir, name), 'utf8');

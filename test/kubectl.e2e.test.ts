@@ -1,8 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '@cluster-dns/testkit';
+import { hasCommand, runCommand, waitFor } from '@cluster-dns/testkit';
 import { type DecodedMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack } from './support/stack.js';
@@ -10,31 +9,21 @@ import { type Stack, startStack } from './support/stack.js';
 // The real kubectl against testkit's API server with the record-builder and the forwarder on it,
 // as a new user drives the demo: apply, get, patch in its three forms, edit, replace, delete, and
 // the DNS answers through the forwarder following each change.
-const kubectlThere = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).error === undefined;
+const kubectlThere = hasCommand('kubectl');
 if (!kubectlThere) console.warn('skipping the kubectl tests: kubectl is not on the PATH');
 
 let stack: Stack;
 let kubeconfig = '';
 let dir = '';
 /** Runs kubectl without blocking: the API server it talks to lives in this process. */
-const kubectl = (args: string[], input?: string, env: Record<string, string> = {}) =>
-  new Promise<{ status: number | null; out: string; err: string }>((resolve) => {
-    const child = spawn('kubectl', args, { env: { ...process.env, KUBECONFIG: kubeconfig, ...env } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, out, err });
-    });
-    child.stdin.end(input ?? '');
+const kubectl = async (args: string[], input?: string, env: Record<string, string> = {}) => {
+  const run = await runCommand('kubectl', args, {
+    input: input ?? '',
+    timeoutMs: 20_000,
+    env: { KUBECONFIG: kubeconfig, ...env },
   });
+  return { status: run.status, out: run.stdout, err: run.stderr };
+};
 const ok = async (args: string[], input?: string, env?: Record<string, string>) => {
   const r = await kubectl(args, input, env);
   expect(r.status, `kubectl ${args.join(' ')}: ${r.err}`).toBe(0);

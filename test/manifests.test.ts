@@ -1,11 +1,11 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: the manifests are YAML read at run time; the schema test above types them.
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { forwarderFlags } from '@cluster-dns/forwarder';
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
 import { parseFlags } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
+import { runCommand } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
@@ -75,12 +75,12 @@ describe('manifests', () => {
     ['kubedns', 'record-builder'],
     ['dnsmasq', 'forwarder'],
     ['sidecar', 'sidecar'],
-  ])('the %s container args are accepted by the %s binary', (name, pkg) => {
-    const out = spawnSync(
-      process.execPath,
-      [`${root}/packages/${pkg}/dist/main.js`, ...container(name).args, '--help'],
-      { encoding: 'utf8' },
-    );
+  ])('the %s container args are accepted by the %s binary', async (name, pkg) => {
+    const out = await runCommand(process.execPath, [
+      `${root}/packages/${pkg}/dist/main.js`,
+      ...container(name).args,
+      '--help',
+    ]);
     expect(out.stderr).toBe('');
     expect(out.status).toBe(0);
   });

@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, type LaunchedProcess, launchProcess, waitFor } from '@cluster-dns/testkit';
+import { freePort, hasCommand, type LaunchedProcess, launchProcess, runCommand, waitFor } from '@cluster-dns/testkit';
 import { QTYPE, queryDns } from '@cluster-dns/wire';
 import { loadYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,8 +12,7 @@ import { dist, type Stack, startStack } from './support/stack.js';
 // A real Prometheus scraping the three metrics endpoints of the stack, as an operator's does;
 // promtool's lint on each endpoint; every PromQL expression of the dashboard run against it.
 const root = fileURLToPath(new URL('..', import.meta.url));
-const has = (command: string) => spawnSync(command, ['--version'], { stdio: 'ignore' }).error === undefined;
-const missing = ['prometheus', 'promtool'].filter((c) => !has(c));
+const missing = ['prometheus', 'promtool'].filter((c) => !hasCommand(c));
 const INSTALL = 'apt-get install -y prometheus';
 if (missing.length)
   console.warn(`skipping the Prometheus tests: ${missing.join(', ')} not installed; run: ${INSTALL} (.ci/run does)`);
@@ -67,7 +66,7 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
     'promtool check metrics on the %s finds nothing but the kube-dns names kept on purpose',
     async (name) => {
       const text = await (await fetch(`http://127.0.0.1:${targets()[name]}/metrics`)).text();
-      const run = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      const run = await runCommand('promtool', ['check', 'metrics'], { input: text });
       const findings = `${run.stdout}${run.stderr}`
         .split('\n')
         .map((l) => l.trim())

@@ -85,12 +85,12 @@ async function pushed(stack: Stack) {
   );
 }
 
-/** How long until `check` holds through the forwarder, asking every 5 ms. */
-async function timeUntil(check: () => Promise<boolean>, limitMs = 5000): Promise<number> {
+/** How long until `check` holds through the forwarder, asking again as soon as each answer comes. */
+async function timeUntil(check: () => Promise<boolean>, limitMs = 20_000): Promise<number> {
+  const error = new Error(`the change was not visible within ${limitMs} ms`);
   const started = performance.now();
   while (!(await check())) {
-    if (performance.now() - started > limitMs) throw new Error(`not visible within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
+    if (performance.now() - started > limitMs) throw error;
   }
   return performance.now() - started;
 }
@@ -143,8 +143,9 @@ describe('push invalidation: record-builder NOTIFY → forwarder IXFR', () => {
       s.api.apply(fixtures.service('shop', `new-${round}`, { clusterIPs: [`10.96.2.${round}`] }));
       times.appeared?.push(await timeUntil(async () => (await s.ask(name)).flags.rcode === RCODE.NOERROR));
     }
-    // Generous: with a 30 s TTL the old behaviour takes up to 30 s; the bench has the figures.
-    for (const [kind, list] of Object.entries(times)) expect(Math.max(...list), kind).toBeLessThan(3000);
+    // Generous: with a 30 s TTL the old behaviour takes up to 30 s, three times this bound; the
+    // bench has the figures (milliseconds).
+    for (const [kind, list] of Object.entries(times)) expect(Math.max(...list), kind).toBeLessThan(10_000);
 
     const fw = await s.metrics('fw');
     expect(counter(fw, 'clusterdns_forwarder_notifies_received_total', '{result="accepted"}')).toBeGreaterThan(0);
@@ -191,8 +192,9 @@ describe('push invalidation: record-builder NOTIFY → forwarder IXFR', () => {
     expect(addresses(await s.ask(`web.shop.${Z}`))).toEqual(['10.96.1.10']);
     cut = true;
     s.api.apply(fixtures.service('shop', 'web', { clusterIPs: ['10.96.1.99'], ports: [{ name: 'http', port: 80 }] }));
-    const took = await timeUntil(async () => addresses(await s.ask(`web.shop.${Z}`)).join() === '10.96.1.99', 10_000);
-    expect(took).toBeLessThan(5000);
+    const took = await timeUntil(async () => addresses(await s.ask(`web.shop.${Z}`)).join() === '10.96.1.99', 30_000);
+    // A 1 s check interval, against the 30 s TTL the change would otherwise wait out: half of that.
+    expect(took).toBeLessThan(15_000);
     await s.fw.waitForLog((l) => l.msg === 'SOA check: serial moved without a NOTIFY; fetching the changes', 1000);
   }, 30_000);
 

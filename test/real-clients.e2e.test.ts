@@ -1,15 +1,16 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   createNetns,
+  hasCommand,
   type LaunchedProcess,
   launchProcess,
   linkNetns,
   type Netns,
   netnsUnavailable,
+  runChecked,
 } from '@cluster-dns/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -17,12 +18,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const FORWARDER = `${root}/packages/forwarder/dist/main.js`;
 const UPSTREAM = `${root}/packages/testkit/dist/upstream-cli.js`;
 const unavailable = netnsUnavailable();
-const has = (command: string, args: string[]) => spawnSync(command, args, { stdio: 'ignore' }).error === undefined;
 const tools = {
-  musl: has('musl-gcc', ['--version']),
-  busybox: has('busybox', ['--help']),
-  dig: has('dig', ['-v']),
-  getent: has('getent', ['--version']),
+  musl: hasCommand('musl-gcc'),
+  busybox: hasCommand('busybox'),
+  dig: hasCommand('dig'),
+  getent: hasCommand('getent'),
 };
 const INSTALL = 'apt-get install -y bind9-dnsutils musl-tools busybox iproute2';
 if (unavailable) console.warn(`skipping the real-client tests: ${unavailable} (.ci/run runs them as root)`);
@@ -87,39 +87,39 @@ describe.skipIf(unavailable)('real clients and an answer over 512 octets', () =>
     expect(new Set(got).size).toBe(got.length);
   };
 
-  it.skipIf(!tools.musl)('musl getaddrinfo (no EDNS, no TCP retry) gets addresses, from a miss and a hit', () => {
+  it.skipIf(!tools.musl)('musl getaddrinfo (no EDNS, no TCP retry) gets addresses, from a miss and a hit', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'musl-'));
     const binary = join(dir, 'getaddrinfo');
-    const built = spawnSync('musl-gcc', ['-static', '-O2', '-o', binary, `${root}/test/clients/getaddrinfo.c`], {
-      encoding: 'utf8',
-    });
-    expect(built.status, built.stderr).toBe(0);
-    for (const _attempt of ['miss', 'hit']) expectUsablePart(pod.run(binary, [NAME]).trim().split('\n'));
+    await runChecked('musl-gcc', ['-static', '-O2', '-o', binary, `${root}/test/clients/getaddrinfo.c`]);
+    for (const _attempt of ['miss', 'hit']) expectUsablePart((await pod.run(binary, [NAME])).trim().split('\n'));
   });
 
-  it.skipIf(!tools.busybox)('busybox nslookup (no EDNS, no TCP retry) gets addresses', () => {
-    const out = pod.run('busybox', ['nslookup', '-type=a', NAME, '127.0.0.1']);
+  it.skipIf(!tools.busybox)('busybox nslookup (no EDNS, no TCP retry) gets addresses', async () => {
+    const out = await pod.run('busybox', ['nslookup', '-type=a', NAME, '127.0.0.1']);
     const addresses = [...out.matchAll(/^Address: (\d+\.\d+\.\d+\.\d+)$/gm)].map((m) => m[1] as string);
     expectUsablePart(addresses);
   });
 
-  it.skipIf(!tools.dig)('dig without EDNS sees TC with whole records, and gets all 40 by retrying over TCP', () => {
-    const udpOnly = pod.run('dig', ['@127.0.0.1', '+noedns', '+ignore', '+tries=1', NAME, 'A']);
-    expect(udpOnly).toMatch(/flags: qr[a-z ]* tc/);
-    expectUsablePart([...udpOnly.matchAll(/\tA\t(\S+)$/gm)].map((m) => m[1] as string));
-    const retried = pod.run('dig', ['@127.0.0.1', '+noedns', '+short', NAME, 'A']).trim().split('\n');
-    expect(retried.sort()).toEqual([...ADDRESSES].sort());
-  });
+  it.skipIf(!tools.dig)(
+    'dig without EDNS sees TC with whole records, and gets all 40 by retrying over TCP',
+    async () => {
+      const udpOnly = await pod.run('dig', ['@127.0.0.1', '+noedns', '+ignore', '+tries=1', NAME, 'A']);
+      expect(udpOnly).toMatch(/flags: qr[a-z ]* tc/);
+      expectUsablePart([...udpOnly.matchAll(/\tA\t(\S+)$/gm)].map((m) => m[1] as string));
+      const retried = (await pod.run('dig', ['@127.0.0.1', '+noedns', '+short', NAME, 'A'])).trim().split('\n');
+      expect(retried.sort()).toEqual([...ADDRESSES].sort());
+    },
+  );
 
-  it.skipIf(!tools.getent)('glibc getent (retries over TCP on TC) gets all 40', () => {
-    const out = pod.run('getent', ['ahostsv4', NAME]);
+  it.skipIf(!tools.getent)('glibc getent (retries over TCP on TC) gets all 40', async () => {
+    const out = await pod.run('getent', ['ahostsv4', NAME]);
     const addresses = new Set([...out.matchAll(/^(\S+)\s+STREAM/gm)].map((m) => m[1]));
     expect([...addresses].sort()).toEqual([...ADDRESSES].sort());
   });
 
-  it("Node's resolver (c-ares, retries over TCP on TC) gets all 40", () => {
+  it("Node's resolver (c-ares, retries over TCP on TC) gets all 40", async () => {
     const script = `const r=new (require('dns').promises.Resolver)({tries:1});r.setServers(['127.0.0.1']);r.resolve4('${NAME}').then(a=>console.log(a.join(',')))`;
-    const out = pod.run(process.execPath, ['-e', script]).trim().split(',');
+    const out = (await pod.run(process.execPath, ['-e', script])).trim().split(',');
     expect(out.sort()).toEqual([...ADDRESSES].sort());
   });
 });

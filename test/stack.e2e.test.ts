@@ -1,10 +1,10 @@
-import { execFile, spawnSync } from 'node:child_process';
 import { Resolver } from 'node:dns/promises';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import {
+  hasCommand,
   type LaunchedProcess,
   launchProcess,
+  runChecked,
   startTestUpstream,
   type TestUpstream,
   waitFor,
@@ -13,7 +13,7 @@ import { QTYPE, queryDns } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const DEMO = fileURLToPath(new URL('../packages/testkit/dist/demo.js', import.meta.url));
-const hasDig = spawnSync('dig', ['-v']).status === 0;
+const hasDig = hasCommand('dig');
 
 let stack: LaunchedProcess;
 let upstream: TestUpstream;
@@ -43,13 +43,10 @@ const recordBuilderNotes = () =>
  * dig, run without blocking this process: the test upstream that outside names are forwarded to
  * lives here, and a synchronous exec would keep it from answering (a miss then timed out).
  */
-const execFileAsync = promisify(execFile);
 const dig = async (...args: string[]) =>
   (
-    await execFileAsync('dig', ['@127.0.0.1', '-p', String(ports.dnsPort), '+short', '+time=2', '+tries=1', ...args], {
-      encoding: 'utf8',
-    })
-  ).stdout.trim();
+    await runChecked('dig', ['@127.0.0.1', '-p', String(ports.dnsPort), '+short', '+time=2', '+tries=1', ...args])
+  ).trim();
 
 beforeAll(async () => {
   upstream = await startTestUpstream({

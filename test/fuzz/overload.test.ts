@@ -1,4 +1,5 @@
 import dgram from 'node:dgram';
+import { readdirSync } from 'node:fs';
 import net from 'node:net';
 import { query, waitFor } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
@@ -14,6 +15,13 @@ afterEach(async () => {
 });
 
 const metricsUrl = (proc: Stack['rb']) => `http://127.0.0.1:${proc.ready.metricsPort}/metrics`;
+/** Prometheus's default scrape_timeout: a scrape slower than this is a failed scrape. */
+const SCRAPE_TIMEOUT_MS = 10_000;
+
+const DESCRIPTOR_LIMIT = 128;
+
+/** Open descriptors of a process, as the kernel counts them against its RLIMIT_NOFILE. */
+const openDescriptors = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 
 describe('overload', () => {
   it(
@@ -47,23 +55,22 @@ describe('overload', () => {
       })();
       const latencies: number[] = [];
       const statuses: number[] = [];
-      const until = Date.now() + 4000 * SCALE;
-      while (Date.now() < until) {
+      // Scrapes back to back for as long as it takes the flood to send its 20,000 queries, and at
+      // least 20 rounds: a count, not a duration, so a slow machine floods and scrapes as much.
+      for (let round = 0; round < 20 * SCALE || sent < 20_000 * SCALE; round++) {
         for (const proc of [s.fw, s.rb]) {
           const started = Date.now();
-          const res = await fetch(metricsUrl(proc), { signal: AbortSignal.timeout(5000) });
+          const res = await fetch(metricsUrl(proc), { signal: AbortSignal.timeout(SCRAPE_TIMEOUT_MS) });
           await res.text();
           statuses.push(res.status);
           latencies.push(Date.now() - started);
         }
-        await new Promise((r) => setTimeout(r, 100));
       }
       flooding = false;
       await flood;
       for (const socket of sockets) socket.close();
-      expect(sent).toBeGreaterThan(20_000);
       expect(new Set(statuses)).toEqual(new Set([200]));
-      expect(Math.max(...latencies)).toBeLessThan(3000);
+      expect(Math.max(...latencies)).toBeLessThan(SCRAPE_TIMEOUT_MS);
       expect(s.fw.child.exitCode).toBeNull();
       expect(s.rb.child.exitCode).toBeNull();
       // The flood's tail still waits in the socket buffers, and while it does a miss may be shed
@@ -89,26 +96,28 @@ describe('overload', () => {
     'survives running out of file descriptors and recovers when they free up',
     async () => {
       stack = await startStack({
-        fwPrefix: ['prlimit', '--nofile=128:128', '--'],
+        fwPrefix: ['prlimit', `--nofile=${DESCRIPTOR_LIMIT}:${DESCRIPTOR_LIMIT}`, '--'],
         fwArgs: ['--max-tcp-connections=5000', '--max-tcp-connections-per-client=5000'],
       });
       const s = stack;
+      const pid = s.fw.child.pid as number;
       const ask = (name: string, transport: 'udp' | 'tcp' = 'udp') =>
         queryDns({ host: '127.0.0.1', port: s.fwPort }, name, QTYPE.A, { timeoutMs: 3000, transport });
       expect((await ask('www.example.org')).answers).toHaveLength(1);
-      // Hold TCP connections open until the forwarder can take no more.
+      // Hold TCP connections open until every descriptor the forwarder may have is in use. (libuv
+      // keeps one in reserve to accept and close what it cannot keep: the count stops one short.)
       const held: net.Socket[] = [];
       for (let i = 0; i < 300; i++) {
         const socket = net.connect(s.fwPort, '127.0.0.1');
         socket.on('error', () => {});
         held.push(socket);
       }
-      // A miss needs a socket to ask upstream: the first one fails with EMFILE, logged.
-      void ask('n1.example.org').catch(() => undefined);
-      await waitFor(() => s.fw.logs.some((l) => JSON.stringify(l).includes('EMFILE')) || undefined, {
-        what: 'the forwarder to run out of descriptors',
-        timeoutMs: 10_000,
+      await waitFor(() => openDescriptors(pid) >= DESCRIPTOR_LIMIT - 1, {
+        what: `the forwarder to hold ${DESCRIPTOR_LIMIT - 1} of its ${DESCRIPTOR_LIMIT} descriptors`,
+        seen: () => `${openDescriptors(pid)} open; ${s.fw.tail(3)}`,
       });
+      // A miss needs a socket to ask upstream, which it may not get: it may fail, never crash.
+      await ask('n1.example.org').catch(() => undefined);
       // Cached answers need no descriptor; everything else may fail, but the process stays up.
       expect((await ask('www.example.org')).answers).toHaveLength(1);
       await ask('kubernetes.default.svc.cluster.local').catch(() => undefined);

@@ -16,6 +16,7 @@ import {
   type TestUpstream,
   type TestUpstreamOptions,
 } from '@cluster-dns/testkit';
+import { loadAllYaml } from '@kubernetes/client-node';
 
 // The whole stack as the tests of the whole start it: testkit's API server, the record-builder
 // and the forwarder as their own processes on loopback, and an outside upstream.
@@ -126,6 +127,22 @@ export async function startStack(
   };
 }
 
+/** A container's memory limit in manifests/deployment.yaml, in MiB: what the OOM killer enforces. */
+export function manifestMemoryLimitMiB(container: string): number {
+  const docs = loadAllYaml(readFileSync(`${root}/manifests/deployment.yaml`, 'utf8')) as Array<{
+    kind: string;
+    spec?: {
+      template?: { spec?: { containers?: Array<{ name: string; resources?: { limits?: { memory?: string } } }> } };
+    };
+  }>;
+  const limit = docs
+    .find((d) => d.kind === 'Deployment')
+    ?.spec?.template?.spec?.containers?.find((c) => c.name === container)?.resources?.limits?.memory;
+  const match = /^(\d+)Mi$/.exec(limit ?? '');
+  if (!match) throw new Error(`manifests/deployment.yaml: no memory limit in Mi for the ${container} container`);
+  return Number(match[1]);
+}
+
 export function rssMiB(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
@@ -133,34 +150,54 @@ export function rssMiB(pid: number): number {
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
 }
 
+/**
+ * Wakes its waiters on every event (a reply, a close) and resolves each once its condition holds,
+ * or with false once its own deadline passes: event-driven, so a slow machine only waits longer.
+ */
+function eventWaiters() {
+  const waiting = new Set<() => void>();
+  return {
+    wake: () => {
+      for (const w of [...waiting]) w();
+    },
+    until: (check: () => boolean, timeoutMs: number) =>
+      new Promise<boolean>((resolve) => {
+        if (check()) return resolve(true);
+        const finish = (result: boolean) => {
+          clearTimeout(timer);
+          waiting.delete(onEvent);
+          resolve(result);
+        };
+        const onEvent = () => {
+          if (check()) finish(true);
+        };
+        const timer = setTimeout(() => finish(check()), timeoutMs);
+        waiting.add(onEvent);
+      }),
+  };
+}
+
 /** One UDP socket that sends raw messages and collects replies by ID. */
 export async function udpClient(port: number) {
   const socket = dgram.createSocket('udp4');
   await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
   const replies: Buffer[] = [];
-  const waiters: Array<() => void> = [];
+  const events = eventWaiters();
   socket.on('message', (m) => {
     replies.push(m);
-    for (const w of waiters.splice(0)) w();
+    events.wake();
   });
   const send = (m: Buffer) => socket.send(m, port, '127.0.0.1');
   return {
     replies,
     send,
     /** Sends `message` and resolves with the first reply carrying `id`, or undefined after `timeoutMs`. */
-    async ask(message: Buffer, id: number, timeoutMs = 3000): Promise<Buffer | undefined> {
+    async ask(message: Buffer, id: number, timeoutMs = 10_000): Promise<Buffer | undefined> {
       const from = replies.length;
+      const found = () => replies.slice(from).find((r) => r.length >= 2 && r.readUInt16BE(0) === id);
       send(message);
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = replies.slice(from).find((r) => r.length >= 2 && r.readUInt16BE(0) === id);
-        if (found) return found;
-        if (Date.now() > deadline) return undefined;
-        await new Promise<void>((r) => {
-          waiters.push(r);
-          setTimeout(r, 50).unref();
-        });
-      }
+      await events.until(() => found() !== undefined, timeoutMs);
+      return found();
     },
     /** Whether any reply with this ID has come so far. */
     hasReply: (id: number) => replies.some((r) => r.length >= 2 && r.readUInt16BE(0) === id),
@@ -178,10 +215,8 @@ export async function tcpClient(port: number) {
   let buffered = Buffer.alloc(0);
   const replies: Buffer[] = [];
   let closed = false;
-  const waiters: Array<() => void> = [];
-  const wake = () => {
-    for (const w of waiters.splice(0)) w();
-  };
+  const events = eventWaiters();
+  const wake = events.wake;
   socket.on('data', (chunk) => {
     buffered = Buffer.concat([buffered, chunk]);
     while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
@@ -211,28 +246,11 @@ export async function tcpClient(port: number) {
     send: (m: Buffer) => socket.write(frame(m)),
     frame,
     /** Until `n` replies have come, or the connection closed; false on timeout. */
-    async waitFor(n: number, timeoutMs = 3000): Promise<boolean> {
-      const deadline = Date.now() + timeoutMs;
-      while (replies.length < n && !closed) {
-        if (Date.now() > deadline) return false;
-        await new Promise<void>((r) => {
-          waiters.push(r);
-          setTimeout(r, 50).unref();
-        });
-      }
+    async waitFor(n: number, timeoutMs = 10_000): Promise<boolean> {
+      await events.until(() => replies.length >= n || closed, timeoutMs);
       return replies.length >= n;
     },
-    async closedWithin(timeoutMs: number): Promise<boolean> {
-      const deadline = Date.now() + timeoutMs;
-      while (!closed) {
-        if (Date.now() > deadline) return false;
-        await new Promise<void>((r) => {
-          waiters.push(r);
-          setTimeout(r, 50).unref();
-        });
-      }
-      return true;
-    },
+    closedWithin: (timeoutMs: number): Promise<boolean> => events.until(() => closed, timeoutMs),
     end: () => socket.end(),
     destroy: () => socket.destroy(),
   };

@@ -1,3 +1,4 @@
+import { waitFor } from '@cluster-dns/testkit';
 import { QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { startForwarder, upstream } from './harness.js';
@@ -117,9 +118,16 @@ describe('cache', () => {
   });
 
   it('shares one upstream query among identical queries in flight', async () => {
-    const up = await upstream({ records, delayMs: 200 });
+    const up = await upstream({ records, hold: true });
     const f = await startForwarder([`--server=${up.address}`, '--cache-size=0']);
-    const replies = await Promise.all(Array.from({ length: 20 }, () => f.query('a.example.org', QTYPE.A)));
+    const pending = Promise.all(Array.from({ length: 20 }, () => f.query('a.example.org', QTYPE.A)));
+    // All 20 are in before the upstream answers the one question they share.
+    await waitFor(() => f.forwarder.counters.misses === 20 && up.held() === 1, {
+      what: '20 queries in and one question held upstream',
+      seen: () => ({ misses: f.forwarder.counters.misses, held: up.held() }),
+    });
+    up.release();
+    const replies = await pending;
     expect(replies.every((r) => r.answers[0]?.address === '192.0.2.1')).toBe(true);
     expect(up.queries).toHaveLength(1);
   });

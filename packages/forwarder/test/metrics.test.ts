@@ -1,5 +1,7 @@
+import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { QTYPE, RCODE } from '@cluster-dns/wire';
+import { waitFor } from '@cluster-dns/testkit';
+import { buildQueryMessage, encodeMessage, QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { startForwarder, upstream } from './harness.js';
 
@@ -17,6 +19,7 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
 
 describe('the forwarder’s own metrics, with CoreDNS’s names', () => {
   it('counts requests, responses, latency, cache, upstreams and coalescing as CoreDNS names them', async () => {
+    // Each question waits at least 50 ms upstream (a lower bound: a busy machine only adds to it).
     const up = await upstream({
       records: { 'a.example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] },
       delayMs: 50,
@@ -29,7 +32,16 @@ describe('the forwarder’s own metrics, with CoreDNS’s names', () => {
       '--forward-deadline=300ms',
     ]);
     // Two identical misses at once (one coalesced), a hit, an NXDOMAIN, one over TCP, a dead route.
-    await Promise.all([f.query('a.example.org', QTYPE.A), f.query('a.example.org', QTYPE.A)]);
+    // Sent in one synchronous block: the forwarder, in this process, reads both before it can have
+    // any answer, so the second joins the first whatever the machine's load.
+    const socket = dgram.createSocket('udp4');
+    const replies: Buffer[] = [];
+    socket.on('message', (m) => replies.push(m));
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+    for (const id of [1, 2])
+      socket.send(encodeMessage(buildQueryMessage(id, 'a.example.org', QTYPE.A)), f.port, '127.0.0.1');
+    await waitFor(() => replies.length === 2, { what: 'both answers', seen: () => replies.length });
+    socket.close();
     await f.query('a.example.org', QTYPE.A);
     await f.query('nope.example.org', QTYPE.A);
     await f.query('a.example.org', QTYPE.A, { transport: 'tcp' });

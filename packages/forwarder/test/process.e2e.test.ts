@@ -1,13 +1,12 @@
-import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { startTestUpstream } from '@cluster-dns/testkit';
-import { decodeMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import { runCommand, startTestUpstream, waitFor } from '@cluster-dns/testkit';
+import { buildQueryMessage, decodeMessage, encodeMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { forwarderFlags } from '../src/options.js';
 import { launchForwarder, MAIN } from './harness.js';
 
-const run = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 10_000 });
+const run = (args: string[]) => runCommand(process.execPath, [MAIN, ...args]);
 const stops: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const s of stops.splice(0)) await s();
@@ -25,8 +24,8 @@ const KUBE_DNS_ARGS = [
 ];
 
 describe('forwarder as a process', () => {
-  it('accepts kube-dns manifest arguments unmodified and lists every flag in --help', () => {
-    const out = run([...KUBE_DNS_ARGS, '--help']);
+  it('accepts kube-dns manifest arguments unmodified and lists every flag in --help', async () => {
+    const out = await run([...KUBE_DNS_ARGS, '--help']);
     expect(out.status).toBe(0);
     for (const name of Object.keys(forwarderFlags)) expect(out.stdout).toContain(`--${name}`);
   });
@@ -53,8 +52,8 @@ describe('forwarder as a process', () => {
     [['--cache-size=lots'], '--cache-size'],
     [['--min-cache-ttl=60', '--max-cache-ttl=30'], '--min-cache-ttl'],
     [['extra-positional'], 'unknown flag: extra-positional'],
-  ])('exits 2 on %j naming it', (args, message) => {
-    const out = run(args);
+  ])('exits 2 on %j naming it', async (args, message) => {
+    const out = await run(args);
     expect(out.status).toBe(2);
     expect(out.stderr).toContain(message);
   });
@@ -73,12 +72,18 @@ describe('forwarder as a process', () => {
       socket.send(Buffer.from('beef0100000100000000000005abc', 'hex'), port, '127.0.0.1');
       socket.send(Buffer.alloc(3), port, '127.0.0.1');
     }
+    // A good query last, on the same socket: its answer comes after every earlier datagram was handled.
+    socket.send(encodeMessage(buildQueryMessage(0x7777, 'example.org', QTYPE.A)), port, '127.0.0.1');
+    await waitFor(() => replies.some((m) => m.readUInt16BE(0) === 0x7777), {
+      what: 'the answer to the good query sent after the malformed ones',
+      seen: () => `${replies.length} replies`,
+    });
+    socket.close();
+    const garbage = replies.filter((m) => m.readUInt16BE(0) !== 0x7777);
+    expect(garbage.length).toBe(20);
+    expect(garbage.every((m) => decodeMessage(m).flags.rcode === RCODE.FORMERR)).toBe(true);
     const reply = await queryDns({ host: '127.0.0.1', port }, 'example.org', QTYPE.A);
     expect(reply.answers.map((a) => a.address)).toEqual(['192.0.2.1']);
-    await new Promise((r) => setTimeout(r, 100));
-    socket.close();
-    expect(replies.length).toBe(20);
-    expect(replies.every((m) => decodeMessage(m).flags.rcode === RCODE.FORMERR)).toBe(true);
     expect(await proc.stop('SIGTERM')).toBe(0);
   });
 });

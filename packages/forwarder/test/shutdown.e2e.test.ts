@@ -14,13 +14,15 @@ const query = (id: number, name: string) => encodeMessage(buildQueryMessage(id, 
 
 describe('forwarder shutdown', () => {
   it('answers every query in flight at SIGTERM, UDP and pipelined TCP, and exits 0', async () => {
-    // An upstream that takes a second: the queries are all still waiting on it at SIGTERM.
+    // An upstream that holds every question until the forwarder is draining: the queries are all
+    // still waiting on it at SIGTERM.
     const up = await startTestUpstream({
       records: { 'slow.example.org.': [{ type: QTYPE.A, address: '192.0.2.9' }] },
-      delayMs: 1000,
+      hold: true,
     });
     stops.push(() => up.close());
-    const proc = await launchForwarder(up.address);
+    // Timeouts far longer than the test holds the questions: they wait on the upstream, never time out.
+    const proc = await launchForwarder(up.address, ['--upstream-timeout=30s', '--forward-deadline=30s']);
     stops.push(() => proc.stop('SIGKILL'));
     const port = proc.ready.port as number;
 
@@ -50,11 +52,14 @@ describe('forwarder shutdown', () => {
         }),
       ),
     );
-    await waitFor(() => up.queries.length === 25, { what: 'all 25 queries to reach the upstream', timeoutMs: 5000 });
+    await waitFor(() => up.held() === 25, { what: 'all 25 queries held upstream', seen: () => up.held() });
 
     const exit = proc.stop('SIGTERM', 15_000);
+    await proc.waitForLog((l) => l.msg === 'lameduck: still answering', 10_000, 'the SIGTERM taken');
+    expect(udpReplies.size + tcpReplies.length).toBe(0);
+    up.release();
     expect(await exit).toBe(0);
-    await waitFor(() => udpReplies.size === 20, { what: 'the 20 UDP answers', timeoutMs: 3000 });
+    await waitFor(() => udpReplies.size === 20, { what: 'the 20 UDP answers', seen: () => udpReplies.size });
     await tcpEnded;
     udp.close();
     expect([...udpReplies.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));

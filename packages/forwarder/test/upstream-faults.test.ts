@@ -1,5 +1,5 @@
 import dgram from 'node:dgram';
-import { query, replyTo } from '@cluster-dns/testkit';
+import { query, replyTo, waitFor } from '@cluster-dns/testkit';
 import {
   buildBareResponse,
   buildNotify,
@@ -44,20 +44,27 @@ describe('upstream faults: failing servers', () => {
   });
 
   it('degrades only the suffix of a stub domain whose server is down', async () => {
-    const dead = await upstream({ behaviour: 'drop' });
+    // Down: holds every question until released, then drops it.
+    const dead = await upstream({ behaviour: 'drop', hold: true });
     const live = await upstream({ records: { ...records, 'x.up.test.': [A('198.51.100.7')] } });
     const f = await startForwarder([
       `--server=/down.test/${dead.address}`,
       `--server=/up.test/${live.address}`,
       `--server=${live.address}`,
-      '--upstream-timeout=1500ms',
-      '--forward-deadline=2s',
+      '--upstream-timeout=30s',
+      '--forward-deadline=30s',
     ]);
-    const down = f.query('x.down.test', QTYPE.A);
-    const started = Date.now();
+    let downSettled = false;
+    const down = f.query('x.down.test', QTYPE.A).finally(() => {
+      downSettled = true;
+    });
+    await waitFor(() => dead.held() === 1, { what: 'the question to the dead server', seen: () => dead.held() });
     const [up, outside] = await Promise.all([f.query('x.up.test', QTYPE.A), f.query('a.example.org', QTYPE.A)]);
-    // Answered while the dead server's query is still waiting out its timeout.
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Answered while the dead server's question is still unanswered.
+    expect(downSettled).toBe(false);
+    // Released, the dead server fails the question: the stub domain's name alone gets SERVFAIL.
+    dead.set({ behaviour: 'servfail' });
+    dead.release();
     expect(up.answers.map((a) => a.address)).toEqual(['198.51.100.7']);
     expect(outside.answers.map((a) => a.address)).toEqual(['192.0.2.1']);
     expect((await down).flags.rcode).toBe(RCODE.SERVFAIL);
@@ -213,39 +220,38 @@ describe('upstream faults: what the cache refuses or corrects', () => {
 
 describe('upstream faults: load', () => {
   it('holds the in-flight cap against a slow upstream: the excess is refused at once and memory stays flat', async () => {
-    const up = await upstream({
-      delayMs: 1500,
-      script: (q) => replyTo(q, { answers: [rr(q.qname, A('192.0.2.1'))] }),
-    });
+    const up = await upstream({ script: (q) => replyTo(q, { answers: [rr(q.qname, A('192.0.2.1'))] }) });
     const f = await startForwarder([
       `--server=${up.address}`,
       '--dns-forward-max=50',
       '--cache-size=0',
-      '--upstream-timeout=3s',
-      '--forward-deadline=4s',
+      '--upstream-timeout=30s',
+      '--forward-deadline=30s',
     ]);
     const client = await rawClient(f.port);
+    // Each wave: 3,000 misses while the upstream holds every question it gets; the 2,950 past the
+    // cap must be refused while it still holds the 50, that is before it answered anything.
     const wave = async (w: number) => {
-      const started = Date.now();
+      up.set({ hold: true });
       const ids = Array.from({ length: 3000 }, (_, i) => i);
-      const replies = ids.map((i) => client.ask(query([`n${w}x${i}`, 'example', 'org']), i));
-      const refusedAt: number[] = [];
-      const settled = await Promise.all(
-        replies.map((p) =>
-          p.then((r) => {
-            if ((r.readUInt16BE(2) & 0xf) === RCODE.REFUSED) refusedAt.push(Date.now() - started);
-            return r.readUInt16BE(2) & 0xf;
-          }),
-        ),
+      let refused = 0;
+      const replies = ids.map((i) =>
+        client.ask(query([`n${w}x${i}`, 'example', 'org']), i).then((r) => {
+          if ((r.readUInt16BE(2) & 0xf) === RCODE.REFUSED) refused++;
+          return r.readUInt16BE(2) & 0xf;
+        }),
       );
-      return { settled, refusedAt };
+      await waitFor(() => refused === 2950 && up.held() === 50, {
+        what: '2,950 refused while the upstream holds 50',
+        seen: () => ({ refused, held: up.held() }),
+      });
+      up.release();
+      return Promise.all(replies);
     };
     const first = await wave(0);
     const heapAfterFirst = process.memoryUsage().heapUsed;
-    expect(first.settled.filter((r) => r === RCODE.NOERROR)).toHaveLength(50);
-    expect(first.settled.filter((r) => r === RCODE.REFUSED)).toHaveLength(2950);
-    // Refused before the slow upstream answered anything.
-    expect(Math.max(...first.refusedAt)).toBeLessThan(1500);
+    expect(first.filter((r) => r === RCODE.NOERROR)).toHaveLength(50);
+    expect(first.filter((r) => r === RCODE.REFUSED)).toHaveLength(2950);
     for (let w = 1; w < 4; w++) await wave(w);
     expect(up.queries).toHaveLength(200);
     expect(process.memoryUsage().heapUsed - heapAfterFirst).toBeLessThan(64 * 1024 * 1024);
@@ -253,11 +259,14 @@ describe('upstream faults: load', () => {
   }, 30_000);
 
   it('sends 10,000 concurrent identical misses upstream once, each answered with its own ID and case; a failure fails all and the next asks again', async () => {
-    const up = await upstream({ records: { ...records, 'b.example.org.': [A('192.0.2.2')] }, delayMs: 1000 });
-    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=2s', '--forward-deadline=3s']);
+    // The upstream holds its one question until all 10,000 have joined it, however long sending takes.
+    const up = await upstream({ records: { ...records, 'b.example.org.': [A('192.0.2.2')] }, hold: true });
+    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=30s', '--forward-deadline=30s']);
     const clients = await Promise.all(Array.from({ length: 20 }, () => rawClient(f.port)));
+    const received = () => f.forwarder.counters.hits + f.forwarder.counters.misses;
     const storm = async (name: string) => {
       const sent: Array<Promise<{ sent: Buffer; reply: Buffer }>> = [];
+      const before = received();
       for (let i = 0; i < 10_000; i++) {
         const labels = name
           .split('.')
@@ -265,10 +274,16 @@ describe('upstream faults: load', () => {
         const q = query(labels);
         const client = clients[i % clients.length] as Awaited<ReturnType<typeof rawClient>>;
         const id = Math.floor(i / clients.length);
-        sent.push(client.ask(q, id).then((reply) => ({ sent: withId(q, id), reply })));
-        // A few hundred at a time, so the forwarder's socket buffer holds every query.
-        if (i % 500 === 499) await new Promise((r) => setTimeout(r, 5));
+        sent.push(client.ask(q, id, 60_000).then((reply) => ({ sent: withId(q, id), reply })));
+        // A few hundred at a time, each batch read before the next, so no socket buffer overflows.
+        if (i % 500 === 499)
+          await waitFor(() => received() - before === i + 1, {
+            what: `the forwarder to read ${i + 1} queries`,
+            seen: () => received() - before,
+          });
       }
+      await waitFor(() => up.held() === 1, { what: 'the one question held upstream', seen: () => up.held() });
+      up.release();
       return Promise.all(sent);
     };
     const answered = await storm('a.example.org');
@@ -280,11 +295,12 @@ describe('upstream faults: load', () => {
       expect(decodeMessage(reply).answers.map((a) => a.address)).toEqual(['192.0.2.1']);
     }
 
-    up.set({ behaviour: 'drop' });
+    // The one question fails (SERVFAIL from the only server): every query that joined it fails.
+    up.set({ behaviour: 'servfail', hold: true });
     const failed = await storm('b.example.org');
     expect(failed.every(({ reply }) => (reply.readUInt16BE(2) & 0xf) === RCODE.SERVFAIL)).toBe(true);
     expect(up.queries.filter((q) => q.name === 'b.example.org.')).toHaveLength(1);
-    up.set({ behaviour: 'answer', delayMs: 0 });
+    up.set({ behaviour: 'answer' });
     expect((await f.query('b.example.org', QTYPE.A)).answers.map((a) => a.address)).toEqual(['192.0.2.2']);
     expect(up.queries.filter((q) => q.name === 'b.example.org.')).toHaveLength(2);
     for (const c of clients) c.close();
@@ -309,10 +325,10 @@ async function rawClient(port: number) {
     waiting.delete(id);
   });
   return {
-    ask(message: Buffer, id: number): Promise<Buffer> {
+    ask(message: Buffer, id: number, timeoutMs = 15_000): Promise<Buffer> {
       const q = withId(message, id);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no reply to query ${id}`)), 15_000);
+        const timer = setTimeout(() => reject(new Error(`no reply to query ${id} within ${timeoutMs} ms`)), timeoutMs);
         waiting.set(id, (reply) => {
           clearTimeout(timer);
           resolve(reply);

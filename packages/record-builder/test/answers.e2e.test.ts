@@ -1,5 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { fixtures } from '@cluster-dns/testkit';
+import { fixtures, hasCommand, runChecked } from '@cluster-dns/testkit';
 import { QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { resolveCode, startRecordBuilder } from './harness.js';
@@ -99,22 +98,22 @@ describe('record-builder process answers node:dns (c-ares) over UDP and TCP', ()
 
   it('answers dig the same way, when dig is installed', async () => {
     const rb = await startRecordBuilder(cluster);
-    const hasDig = spawnSync('dig', ['-v']).status === 0;
+    const hasDig = hasCommand('dig');
     // Without dig the c-ares checks above stand alone; with it, a second independent client agrees.
     const digAnswer = hasDig
-      ? execFileSync('dig', ['@127.0.0.1', '-p', String(rb.dnsPort), '+short', `kubernetes.default.${Z}`], {
-          encoding: 'utf8',
-        }).trim()
+      ? (await runChecked('dig', ['@127.0.0.1', '-p', String(rb.dnsPort), '+short', `kubernetes.default.${Z}`])).trim()
       : (await rb.resolver.resolve4(`kubernetes.default.${Z}`)).join('\n');
     expect(digAnswer).toBe('10.96.0.1');
     if (hasDig) {
-      const tcp = execFileSync(
-        'dig',
-        ['@127.0.0.1', '-p', String(rb.dnsPort), '+tcp', '+short', 'SRV', `_pg._tcp.pg.data.${Z}`],
-        {
-          encoding: 'utf8',
-        },
-      );
+      const tcp = await runChecked('dig', [
+        '@127.0.0.1',
+        '-p',
+        String(rb.dnsPort),
+        '+tcp',
+        '+short',
+        'SRV',
+        `_pg._tcp.pg.data.${Z}`,
+      ]);
       expect(tcp.trim()).toBe(`10 100 5432 pg-0.pg.data.${Z}.`);
     }
   });

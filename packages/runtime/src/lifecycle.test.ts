@@ -6,9 +6,13 @@ import { type ProcessHooks, runMain } from './lifecycle.js';
 function fakeHooks(argv: string[]) {
   const handlers = new Map<string, () => void>();
   const out = { exits: [] as number[], stdout: '', stderr: '' };
+  const exitWaiters: Array<{ n: number; resolve: () => void }> = [];
   const hooks: ProcessHooks = {
     argv,
-    exit: (code) => out.exits.push(code),
+    exit: (code) => {
+      out.exits.push(code);
+      for (const w of exitWaiters) if (out.exits.length >= w.n) w.resolve();
+    },
     onSignal: (signal, handler) => handlers.set(signal, handler),
     onFatal: () => {},
     stdout: (t) => {
@@ -18,11 +22,15 @@ function fakeHooks(argv: string[]) {
       out.stderr += t;
     },
   };
-  return { hooks, out, signal: (s: string) => handlers.get(s)?.() };
+  /** Resolves once `exit` has been called `n` times. */
+  const exited = (n: number) =>
+    new Promise<void>((resolve) => (out.exits.length >= n ? resolve() : exitWaiters.push({ n, resolve })));
+  return { hooks, out, exited, signal: (s: string) => handlers.get(s)?.() };
 }
 
 const flags = { port: flag.int('port', 53, { min: 0, max: 65535 }) };
-const tick = () => new Promise((r) => setTimeout(r, 5));
+/** One turn of the event loop: every promise already settled has run its callbacks. */
+const turn = () => new Promise((r) => setImmediate(r));
 
 describe('runMain', () => {
   it('logs a failed shutdown with the error itself, and exits 1', async () => {
@@ -37,7 +45,7 @@ describe('runMain', () => {
       f.hooks,
     );
     f.signal('SIGTERM');
-    await tick();
+    await f.exited(1);
     const line = f.out.stdout.split('\n').find((l) => l.includes('shutdown failed'));
     expect(JSON.parse(line ?? '{}').err).toEqual({ name: 'Error', message: 'disk gone' });
     expect(f.out.exits).toEqual([1]);
@@ -76,12 +84,12 @@ describe('runMain', () => {
     });
     await runMain({ program: 'p', summary: '', flags, start: async () => ({ shutdown: () => drained }) }, f.hooks);
     f.signal('SIGTERM');
-    await tick();
+    await turn();
     expect(f.out.exits).toEqual([]);
     f.signal('SIGINT');
     expect(f.out.exits).toEqual([1]);
     release();
-    await tick();
+    await f.exited(2);
     expect(f.out.exits).toEqual([1, 0]);
   });
 
@@ -104,12 +112,12 @@ describe('runMain', () => {
       },
       f.hooks,
     );
-    await tick();
+    await turn();
     f.signal('SIGTERM');
     expect(f.out.exits).toEqual([]);
     finishStart();
     await running;
-    await tick();
+    await f.exited(1);
     expect(shutdowns).toBe(1);
     expect(f.out.exits).toEqual([0]);
   });

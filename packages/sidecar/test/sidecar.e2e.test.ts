@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import {
   fixtures,
   type LaunchedProcess,
   launchProcess,
+  runCommand,
   startApiServer,
   startTestUpstream,
   waitFor,
@@ -117,7 +117,7 @@ describe('sidecar against the real record-builder and forwarder', () => {
     expect((await get(`${s.url}/readyz`)).status).toBe(503);
   });
 
-  it('fails the kubedns probe within two intervals of the record-builder dying, and recovers after a restart', async () => {
+  it('fails the kubedns probe at its first failed probe after the record-builder dies, and recovers after a restart', async () => {
     const pair = await dnsPair();
     const s = await sidecar([
       `--probe=kubedns,127.0.0.1:${pair.rbPort},kubernetes.default.svc.cluster.local,1,SRV`,
@@ -130,12 +130,13 @@ describe('sidecar against the real record-builder and forwarder', () => {
     const name = 'kubernetes.default.svc.cluster.local';
     expect((await queryDns({ host: '127.0.0.1', port: pair.fwPort }, name, QTYPE.SRV)).answers).toHaveLength(1);
     await pair.rb.stop('SIGKILL');
-    const killedAt = Date.now();
-    await waitFor(async () => (await get(`${s.url}/healthcheck/kubedns`)).status === 503, {
-      what: 'the failure',
-      timeoutMs: 5000,
-    });
-    expect(Date.now() - killedAt).toBeLessThan(2 * 1000 + 1000);
+    // The first probe that fails turns the check red: no run of failures is waited for (the
+    // probe's error counter, read before the check, can only have counted that far already).
+    const errors = async () =>
+      Number(/^kubedns_probe_kubedns_errors (\S+)$/m.exec((await get(`${s.url}/metrics`)).text)?.[1] ?? 0);
+    const before = await errors();
+    await waitFor(async () => (await errors()) > before, { what: 'a failed kubedns probe', seen: errors });
+    expect((await get(`${s.url}/healthcheck/kubedns`)).status).toBe(503);
     expect((await queryDns({ host: '127.0.0.1', port: pair.fwPort }, name, QTYPE.SRV)).answers).toHaveLength(1);
     const again = await launch(dist('record-builder'), [...pair.rbArgs, `--dns-port=${pair.rbPort}`]);
     expect(again.ready.dnsPort).toBe(pair.rbPort);
@@ -216,9 +217,10 @@ describe('sidecar against the real record-builder and forwarder', () => {
       what: 'the timeout',
       timeoutMs: 5000,
     });
+    // Answered while a probe waits on its silent target: a bound only a blocked server would cross.
     const started = Date.now();
     expect((await get(`${s.url}/healthz`)).status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(200);
+    expect(Date.now() - started).toBeLessThan(1000);
     await waitFor(async () => JSON.parse((await get(`${s.url}/healthcheck/garbage`)).text).Err.includes('no RRs'), {
       what: 'the SERVFAIL probe to fail',
       timeoutMs: 5000,
@@ -229,18 +231,17 @@ describe('sidecar against the real record-builder and forwarder', () => {
 });
 
 describe('sidecar flags', () => {
-  const run = (args: string[]) =>
-    spawnSync(process.execPath, [SIDECAR, ...args], { encoding: 'utf8', timeout: 10_000 });
+  const run = (args: string[]) => runCommand(process.execPath, [SIDECAR, ...args]);
 
-  it('rejects a malformed --probe with the expected form', () => {
-    const out = run(['--probe=kubedns,127.0.0.1']);
+  it('rejects a malformed --probe with the expected form', async () => {
+    const out = await run(['--probe=kubedns,127.0.0.1']);
     expect(out.status).toBe(2);
     expect(out.stderr).toContain('--probe');
     expect(out.stderr).toContain('<label>,<server>,<dns name>');
   });
 
-  it('accepts the kube-dns manifest arguments and lists every flag in --help and the README', () => {
-    const out = run([
+  it('accepts the kube-dns manifest arguments and lists every flag in --help and the README', async () => {
+    const out = await run([
       '--v=2',
       '--logtostderr',
       '--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,5,SRV',

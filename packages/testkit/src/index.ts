@@ -5,6 +5,7 @@ export {
   startApiServer,
   type TestApiServer,
 } from './api-server.js';
+export { type CommandResult, hasCommand, type RunOptions, runChecked, runCommand } from './command.js';
 export { demoFlags } from './demo-options.js';
 export * as fixtures from './fixtures.js';
 export { freePort } from './free-port.js';
@@ -36,4 +37,4 @@ export {
   type UpstreamBehaviour,
   type UpstreamScript,
 } from './test-upstream.js';
-export { waitFor } from './wait-for.js';
+export { type WaitForOptions, waitFor } from './wait-for.js';

@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { runChecked } from './command.js';
 
 /**
  * Network namespaces a test makes itself (iproute2's `ip netns`), to run processes on port 53 and
@@ -9,8 +10,8 @@ export interface Netns {
   readonly name: string;
   /** The command prefix that runs something inside: `ip netns exec <name>`. */
   readonly prefix: readonly string[];
-  /** Runs a command inside and returns its stdout; throws on a non-zero exit. */
-  run(command: string, args: readonly string[], options?: { timeoutMs?: number }): string;
+  /** Runs a command inside and returns its stdout; rejects on a non-zero exit, naming it. */
+  run(command: string, args: readonly string[], options?: { timeoutMs?: number }): Promise<string>;
   /**
    * The resolv.conf processes inside see: `ip netns exec` bind-mounts /etc/netns/<name>/resolv.conf
    * over /etc/resolv.conf, as the kubelet mounts a Pod's.
@@ -44,11 +45,7 @@ export function createNetns(): Netns {
     name,
     prefix: ['ip', 'netns', 'exec', name],
     run: (command, args, options = {}) =>
-      execFileSync('ip', ['netns', 'exec', name, command, ...args], {
-        encoding: 'utf8',
-        timeout: options.timeoutMs ?? 20_000,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
+      runChecked('ip', ['netns', 'exec', name, command, ...args], { timeoutMs: options.timeoutMs ?? 20_000 }),
     writeResolvConf: (text) => {
       mkdirSync(etc, { recursive: true });
       writeFileSync(`${etc}/resolv.conf`, text);

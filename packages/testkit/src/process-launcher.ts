@@ -34,7 +34,13 @@ export interface LaunchedProcess {
   readonly ready: LogLine;
   readonly logs: LogLine[];
   readonly stderr: string[];
-  waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /**
+   * Resolves with the first log line (seen or to come) that matches; rejects after `timeoutMs`, or
+   * when the process exits, with `what` and the process's last lines in the message.
+   */
+  waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number, what?: string): Promise<LogLine>;
+  /** The last `n` log and stderr lines, for a failure message that says what the process did. */
+  tail(n?: number): string;
   /** Sends a signal and waits for the exit code (null if it was killed). */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
   readonly exited: Promise<number | null>;
@@ -83,8 +89,15 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
     stderr.push(line);
   });
 
-  const waitForLog = (predicate: (l: LogLine) => boolean, timeoutMs = 10_000, error?: Error) => {
-    const timeoutError = error ?? new Error(`no matching log line within ${timeoutMs} ms`);
+  const tail = (n = 8) => {
+    const lines = [...logs.slice(-n).map((l) => JSON.stringify(l).slice(0, 300)), ...stderr.slice(-3)];
+    return lines.length
+      ? `last lines of ${options.script}:\n  ${lines.join('\n  ')}`
+      : `${options.script} wrote nothing`;
+  };
+  const waitForLog = (predicate: (l: LogLine) => boolean, timeoutMs = 10_000, what?: string, error?: Error) => {
+    const timeoutError =
+      error ?? new Error(`no log line ${what ? `showing ${what} ` : 'matching '}within ${timeoutMs} ms`);
     const seen = logs.find(predicate);
     if (seen) return Promise.resolve(seen);
     return new Promise<LogLine>((resolve, reject) => {
@@ -97,7 +110,7 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
       };
       const timer = setTimeout(() => {
         waiters.delete(waiter);
-        timeoutError.message += `; stderr: ${stderr.slice(-5).join(' | ')}`;
+        timeoutError.message += `; ${tail()}`;
         reject(timeoutError);
       }, timeoutMs);
       waiters.add(waiter);
@@ -105,7 +118,7 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
         if (!waiters.has(waiter)) return;
         waiters.delete(waiter);
         clearTimeout(timer);
-        reject(new Error(`${options.script} exited with ${code}: ${stderr.slice(-5).join(' | ')}`));
+        reject(new Error(`${options.script} exited with ${code} before ${what ?? 'the awaited log line'}; ${tail()}`));
       });
     });
   };
@@ -113,7 +126,7 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
   const readyMsg = options.readyMsg ?? 'ready';
   let ready: LogLine;
   try {
-    ready = await waitForLog((l) => l.msg === readyMsg, options.readyTimeoutMs ?? 20_000, readyTimeout);
+    ready = await waitForLog((l) => l.msg === readyMsg, options.readyTimeoutMs ?? 20_000, readyMsg, readyTimeout);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -126,5 +139,5 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
     clearTimeout(timer);
     return code;
   };
-  return { child, ready, logs, stderr, waitForLog, stop, exited };
+  return { child, ready, logs, stderr, waitForLog: (p, t, w) => waitForLog(p, t, w), tail, stop, exited };
 }

@@ -52,6 +52,11 @@ export interface TestUpstreamOptions {
   negativeTtl?: number;
   behaviour?: UpstreamBehaviour;
   delayMs?: number;
+  /**
+   * Hold every query unanswered until `release()`: a slow upstream whose slowness the test
+   * controls, so "answered before the upstream" is an order of events, not a time measured.
+   */
+  hold?: boolean;
   /** Over UDP, answer with TC set and no records, so the client must ask over TCP. */
   truncateUdp?: boolean;
   /** Before the real reply, send a forged one of this kind. */
@@ -75,6 +80,10 @@ export interface TestUpstream {
   /** `127.0.0.1#port`, as dnsmasq's --server takes it. */
   readonly address: string;
   readonly queries: SeenQuery[];
+  /** Queries waiting in `hold`. */
+  held(): number;
+  /** Answers every held query (as the options then say) and stops holding. */
+  release(): void;
   set(options: Partial<TestUpstreamOptions>): void;
   close(): Promise<void>;
 }
@@ -109,6 +118,15 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
   let options: TestUpstreamOptions = { ...initial };
   const queries: SeenQuery[] = [];
   const host = initial.host ?? '127.0.0.1';
+  let held = 0;
+  let release: () => void = () => {};
+  let released = Promise.resolve();
+  const hold = () => {
+    released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+  };
+  if (initial.hold) hold();
   const forger = dgram.createSocket('udp4');
   await new Promise<void>((resolve) => forger.bind(0, host, () => resolve()));
 
@@ -156,6 +174,11 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
   const handle = async ({ query: q, context }: DnsRequest): Promise<Reply> => {
     queries.push({ name: q.qname.toLowerCase(), type: q.qtype, transport: context.transport, id: q.id });
     if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
+    if (options.hold) {
+      held++;
+      await released;
+      held--;
+    }
     switch (options.behaviour ?? 'answer') {
       case 'drop':
         return undefined;
@@ -221,8 +244,15 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
     port: listener.port,
     address: `${host}#${listener.port}`,
     queries,
+    held: () => held,
+    release: () => {
+      options = { ...options, hold: false };
+      release();
+    },
     set: (next) => {
+      if (next.hold && !options.hold) hold();
       options = { ...options, ...next };
+      if (next.hold === false) release();
     },
     close: async () => {
       forger.close();

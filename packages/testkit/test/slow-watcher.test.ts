@@ -16,13 +16,20 @@ const bulky = (i: number, kib = 32) => {
   return s;
 };
 
+/** Endpoints carrying ~32 KiB of annotation: live traffic for a second watch, of another kind. */
+const bulkyEndpoints = (i: number) => {
+  const e = fixtures.endpoints('bulk', `ep-${i}`, [{ ip: `10.244.${i >> 8}.${i & 255}` }]);
+  e.metadata = { ...e.metadata, annotations: { padding: 'x'.repeat(32 * 1024) } };
+  return e;
+};
+
 /** A raw watch whose reading the test controls: paused until `resume`. */
-function rawWatch(api: TestApiServer, resourceVersion: number) {
+function rawWatch(api: TestApiServer, resourceVersion: number, resource = 'services') {
   const lines: string[] = [];
   let rest = '';
   let response: http.IncomingMessage | undefined;
   const ended = new Promise<'end' | 'error'>((resolve) => {
-    const req = http.get(`${api.url}/api/v1/services?watch=true&resourceVersion=${resourceVersion}`, (res) => {
+    const req = http.get(`${api.url}/api/v1/${resource}?watch=true&resourceVersion=${resourceVersion}`, (res) => {
       response = res;
       res.pause();
       res.setEncoding('utf8');
@@ -54,7 +61,8 @@ describe('testkit API server with a slow watcher, as kube-apiserver treats one',
     await waitFor(() => watch.opened() && api.openWatches() === 1, { what: 'the watch to open' });
     for (let i = 0; i < 400; i++) {
       api.apply(bulky(i));
-      if (i % 20 === 0) await new Promise((r) => setTimeout(r, 5));
+      // A turn of the event loop now and then, so the server writes as a real one would between events.
+      if (i % 20 === 0) await new Promise((r) => setImmediate(r));
     }
     await waitFor(() => api.slowWatchersClosed() === 1, { what: 'the slow watcher closed' });
     expect(api.openWatches()).toBe(0);
@@ -74,11 +82,24 @@ describe('testkit API server with a slow watcher, as kube-apiserver treats one',
     for (let i = 0; i < 300; i++) api.apply(bulky(i));
     const watch = rawWatch(api, from);
     await waitFor(() => watch.opened(), { what: 'the watch to open' });
-    // Several dispatch timeouts pass with the reader stalled: the replay is not live traffic.
-    await new Promise((r) => setTimeout(r, 300));
+    // A control: a second stalled reader, of live Endpoints events, is closed once its channel has
+    // stayed full past the dispatch timeout. When it is, that timeout has passed for the replay
+    // too, and the replay's reader, as stalled, must still be open.
+    const control = rawWatch(api, api.store.resourceVersion, 'endpoints');
+    await waitFor(() => control.opened() && api.openWatches() === 2, { what: 'the control watch to open' });
+    for (let i = 0; i < 2000 && api.slowWatchersClosed() === 0; i++) {
+      api.apply(bulkyEndpoints(i));
+      await new Promise((r) => setImmediate(r));
+    }
+    await waitFor(() => api.slowWatchersClosed() === 1, {
+      what: 'the stalled live watcher closed',
+      seen: () => ({ closed: api.slowWatchersClosed(), open: api.openWatches() }),
+    });
+    expect(api.openWatches()).toBe(1);
     watch.resume();
     await waitFor(() => watch.lines.length === 300, { what: 'the whole replay' });
-    expect(api.slowWatchersClosed()).toBe(0);
+    // Only the control was closed.
+    expect(api.slowWatchersClosed()).toBe(1);
     expect(api.openWatches()).toBe(1);
     api.apply(bulky(1000, 1));
     await waitFor(() => watch.lines.length === 301, { what: 'a live event after the replay' });

@@ -10,27 +10,59 @@ import { buildBareResponse } from './response.js';
 const query = (id: number) => encodeMessage(buildQueryMessage(id, 'slow.example.org.', QTYPE.A));
 const frame = (msg: Buffer) => Buffer.concat([Buffer.from([msg.length >> 8, msg.length & 0xff]), msg]);
 
-/** A server whose every answer takes `delayMs`: the queries a shutdown finds in flight. */
-async function slowServer(delayMs: number) {
-  let started = 0;
+/** Resolves `reached` once `bump()` has been called `n` times: an event counted, not a time waited. */
+function countdown(n: number) {
+  let seen = 0;
+  let done: () => void = () => {};
+  const reached = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  return {
+    reached,
+    bump: () => {
+      if (++seen >= n) done();
+    },
+    seen: () => seen,
+  };
+}
+
+/**
+ * A server whose answers wait until the test opens its gate: the queries a shutdown finds in
+ * flight, held for as long as the test needs, whatever the machine's speed.
+ */
+async function gatedServer(expected: number) {
+  const arrived = countdown(expected);
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
   const listener = await listenDns({
     host: '127.0.0.1',
     port: 0,
     handler: async (raw) => {
-      started++;
-      await new Promise((r) => setTimeout(r, delayMs));
+      arrived.bump();
+      await opened;
       return buildBareResponse(parseQuery(raw), RCODE.NOERROR);
     },
   });
-  return { listener, started: () => started };
+  return { listener, started: arrived.seen, allArrived: arrived.reached, open };
 }
 
-/** Collects the IDs of every reply on a UDP socket. */
-function udpClient() {
+/** Collects the IDs of every reply on a UDP socket; `all` resolves once `expected` have come. */
+function udpClient(expected = 0) {
   const socket = dgram.createSocket('udp4');
   const ids: number[] = [];
-  socket.on('message', (msg) => ids.push(msg.readUInt16BE(0)));
-  return { socket, ids, send: (port: number, id: number) => socket.send(query(id), port, '127.0.0.1') };
+  const replies = countdown(expected);
+  socket.on('message', (msg) => {
+    ids.push(msg.readUInt16BE(0));
+    replies.bump();
+  });
+  return {
+    socket,
+    ids,
+    all: replies.reached,
+    send: (port: number, id: number) => socket.send(query(id), port, '127.0.0.1'),
+  };
 }
 
 /** A TCP client that collects reply IDs and notices our FIN. */
@@ -50,28 +82,23 @@ function tcpClient(port: number) {
   return { socket, ids, ended, connected };
 }
 
-const until = async (check: () => boolean, what: string) => {
-  const error = new Error(`timed out waiting for ${what}`);
-  for (let i = 0; i < 200; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw error;
-};
-
 describe('listenDns close() drains', () => {
   it('answers every UDP and pipelined TCP query in flight, then closes', async () => {
-    const { listener, started } = await slowServer(300);
-    const udp = udpClient();
+    const { listener, allArrived, open } = await gatedServer(25);
+    const udp = udpClient(20);
     for (let id = 1; id <= 20; id++) udp.send(listener.port, id);
     const tcp = tcpClient(listener.port);
     await tcp.connected;
     tcp.socket.write(Buffer.concat([21, 22, 23, 24, 25].map((id) => frame(query(id)))));
-    await until(() => started() === 25, 'all 25 queries to reach the handler');
+    await allArrived;
     expect(listener.inFlight()).toBe(25);
 
-    await listener.close({ deadlineMs: 5000 });
-    await until(() => udp.ids.length === 20, 'the 20 UDP replies');
+    // Closing starts while all 25 are held; they are answered once released, before the sockets
+    // close (a listener that closed first would never send the UDP replies).
+    const closed = listener.close({ deadlineMs: 30_000 });
+    open();
+    await closed;
+    await udp.all;
     expect(udp.ids.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     await tcp.ended;
     expect(tcp.ids).toEqual([21, 22, 23, 24, 25]);
@@ -85,24 +112,27 @@ describe('listenDns close() drains', () => {
   });
 
   it('reads nothing new once draining, and gives up on stragglers at the deadline', async () => {
-    const { listener, started } = await slowServer(2000);
+    const { listener, started, allArrived, open } = await gatedServer(1);
     const udp = udpClient();
     udp.send(listener.port, 1);
-    await until(() => started() === 1, 'the first query to arrive');
+    await allArrived;
     const closed = listener.close({ deadlineMs: 200 });
     udp.send(listener.port, 2);
-    const t0 = Date.now();
+    // The straggler is never released before the close: only the deadline can end it.
     await closed;
-    expect(Date.now() - t0).toBeLessThan(1500);
     expect(started()).toBe(1);
+    open();
     udp.socket.close();
   });
 
   it('answers a client that half-closes after its queries, then ends the connection', async () => {
-    const { listener } = await slowServer(50);
+    const { listener, allArrived, open } = await gatedServer(3);
     const tcp = tcpClient(listener.port);
     await tcp.connected;
     tcp.socket.end(Buffer.concat([7, 8, 9].map((id) => frame(query(id)))));
+    // Answered only after the client has half-closed.
+    await allArrived;
+    open();
     await tcp.ended;
     expect(tcp.ids).toEqual([7, 8, 9]);
     await listener.close();
