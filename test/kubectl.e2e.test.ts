@@ -30,7 +30,7 @@ const ok = async (args: string[], input?: string, env?: Record<string, string>) 
   return r.out;
 };
 const ask = (name: string, type: number): Promise<DecodedMessage> =>
-  queryDns({ host: '127.0.0.1', port: stack.fwPort }, name, type, { timeoutMs: 2000 });
+  queryDns({ host: '127.0.0.1', port: stack.fwPort }, name, type, { timeoutMs: 5000 });
 const until = (what: string, check: (m: DecodedMessage) => boolean, name: string, type: number) =>
   waitFor(async () => check(await ask(name, type)) || undefined, { what, timeoutMs: 10_000 });
 

@@ -62,7 +62,7 @@ async function startStack(
     fw: stack.fw,
     fwPort: stack.fwPort,
     external: stack.upstream,
-    ask: (name, type = QTYPE.A) => queryDns({ host: '127.0.0.1', port: stack.fwPort }, name, type, { timeoutMs: 3000 }),
+    ask: (name, type = QTYPE.A) => queryDns({ host: '127.0.0.1', port: stack.fwPort }, name, type, { timeoutMs: 5000 }),
     metrics: async (which) => (await fetch(`http://127.0.0.1:${ports[which]}/metrics`)).text(),
   };
 }

@@ -83,7 +83,7 @@ export async function startForwarder(args: string[]): Promise<ForwarderUnderTest
   const forwarder = createForwarder(toForwarderOptions(values), { log, now: () => nowMs });
   const { port, metricsPort } = await forwarder.start();
   cleanups.push(() => forwarder.shutdown());
-  const resolver = new Resolver({ timeout: 3000, tries: 1 });
+  const resolver = new Resolver({ timeout: 5000, tries: 1 });
   resolver.setServers([`127.0.0.1:${port}`]);
   const query = (name: string, type: number, options?: QueryOptions) =>
     queryDns({ host: '127.0.0.1', port }, name, type, { timeoutMs: 6000, ...options });

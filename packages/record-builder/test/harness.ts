@@ -64,7 +64,7 @@ export async function startRecordBuilder(
   });
   cleanups.push(() => proc.stop('SIGKILL'));
   const ports = proc.ready as unknown as { dnsPort: number; healthzPort: number; metricsPort: number };
-  const resolver = new Resolver({ timeout: 2000, tries: 1 });
+  const resolver = new Resolver({ timeout: 5000, tries: 1 });
   resolver.setServers([`127.0.0.1:${ports.dnsPort}`]);
   return {
     api,

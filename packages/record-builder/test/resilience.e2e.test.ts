@@ -13,14 +13,14 @@ const base = () => [
   }),
 ];
 
-/** Queries `name` until `stop`, recording every rcode seen: a gap shows up as NXDOMAIN. */
+/** Queries `name` until `stop`, recording every rcode seen: a gap shows up as NXDOMAIN, a loss (no answer in a glibc client's 5 s) as -1. */
 function watchRcodes(rb: Awaited<ReturnType<typeof startRecordBuilder>>, name: string) {
   const seen = new Map<number, number>();
   let running = true;
   const loop = (async () => {
     while (running) {
       try {
-        const reply = await rb.query(name, QTYPE.A, { timeoutMs: 1000 });
+        const reply = await rb.query(name, QTYPE.A, { timeoutMs: 5000 });
         seen.set(reply.flags.rcode, (seen.get(reply.flags.rcode) ?? 0) + 1);
       } catch {
         seen.set(-1, (seen.get(-1) ?? 0) + 1);
