@@ -219,6 +219,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         const listener = await listenDns({
           host,
           port: listeners[0]?.port ?? options.port,
+          flags: '--listen-address, --port',
           handler,
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
           maxTcpConnections: options.maxTcpConnections,
@@ -237,9 +238,14 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         soaCheck.unref();
         closers.push('SOA check', () => clearInterval(soaCheck));
       }
-      const metricsHttp = await listenHttp(options.metricsAddress, options.metricsPort, {
-        '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }),
-      });
+      const metricsHttp = await listenHttp(
+        options.metricsAddress,
+        options.metricsPort,
+        {
+          '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }),
+        },
+        { flags: '--metrics-address, --metrics-port' },
+      );
       closers.push('metrics', () => metricsHttp.close());
       if (options.loopDetect) await loops.check(config.routes().servers());
       const port = listeners[0]?.port ?? 0;

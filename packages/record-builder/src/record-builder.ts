@@ -186,6 +186,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       const dns: DnsListener = await listenDns({
         host: options.dnsHost,
         port: options.dnsPort,
+        flags: '--dns-bind-address, --dns-port',
         handler,
         maxTcpConnections: options.maxTcpConnections,
         maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
@@ -193,32 +194,43 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         onHandlerError: (error) => log.debug('send failed', { err: error }),
       });
       closers.push('dns', () => dns.close({ deadlineMs: 2000 }));
-      const healthz = await listenHttp(options.healthzHost, options.healthzPort, {
-        '/readiness': () => (ready && !draining ? { status: 200, body: 'ok\n' } : { status: 503, body: 'not ready\n' }),
-        '/healthz': () => ({ status: 200, body: 'ok\n' }),
-        '/cache': (_req, url) => ({
-          status: 200,
-          body: JSON.stringify(dumpStore(view, url.searchParams.get('name') ?? undefined), null, 1),
-          contentType: 'application/json',
-        }),
-        '/metrics': metricsBody,
-        // Only when started with node --expose-gc (the benchmark does): memory after a full GC,
-        // of both threads (the worker inherits the flag).
-        '/debug/gc': async () => {
-          const gc = (globalThis as { gc?: () => void }).gc;
-          if (!gc) return { status: 404, body: 'start node with --expose-gc to enable\n' };
-          gc();
-          const worker = await feed.gc();
-          const body = JSON.stringify({
-            ...process.memoryUsage(),
-            workerHeapUsed: worker.heapUsed,
-            workerHeapTotal: worker.heapTotal,
-          });
-          return { status: 200, body, contentType: 'application/json' };
+      const healthz = await listenHttp(
+        options.healthzHost,
+        options.healthzPort,
+        {
+          '/readiness': () =>
+            ready && !draining ? { status: 200, body: 'ok\n' } : { status: 503, body: 'not ready\n' },
+          '/healthz': () => ({ status: 200, body: 'ok\n' }),
+          '/cache': (_req, url) => ({
+            status: 200,
+            body: JSON.stringify(dumpStore(view, url.searchParams.get('name') ?? undefined), null, 1),
+            contentType: 'application/json',
+          }),
+          '/metrics': metricsBody,
+          // Only when started with node --expose-gc (the benchmark does): memory after a full GC,
+          // of both threads (the worker inherits the flag).
+          '/debug/gc': async () => {
+            const gc = (globalThis as { gc?: () => void }).gc;
+            if (!gc) return { status: 404, body: 'start node with --expose-gc to enable\n' };
+            gc();
+            const worker = await feed.gc();
+            const body = JSON.stringify({
+              ...process.memoryUsage(),
+              workerHeapUsed: worker.heapUsed,
+              workerHeapTotal: worker.heapTotal,
+            });
+            return { status: 200, body, contentType: 'application/json' };
+          },
         },
-      });
+        { flags: '--healthz-bind-address, --healthz-port' },
+      );
       closers.push('healthz', () => healthz.close());
-      const metricsHttp = await listenHttp(options.healthzHost, options.metricsPort, { '/metrics': metricsBody });
+      const metricsHttp = await listenHttp(
+        options.healthzHost,
+        options.metricsPort,
+        { '/metrics': metricsBody },
+        { flags: '--healthz-bind-address, --metrics-port' },
+      );
       closers.push('metrics', () => metricsHttp.close());
       const ports = { dnsPort: dns.port, healthzPort: healthz.port, metricsPort: metricsHttp.port };
       log.info('listening', {

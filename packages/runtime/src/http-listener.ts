@@ -1,6 +1,6 @@
-import type http from 'node:http';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bindHint, bindReason, ClusterDnsError } from '@cluster-dns/wire';
+import { bindHint, bindReason, bindTarget, ClusterDnsError } from '@cluster-dns/wire';
 import express, { type Express, type Request } from 'express';
 
 export type HttpRoute = (
@@ -17,14 +17,18 @@ export interface HttpListener {
   close(options?: { deadlineMs?: number }): Promise<void>;
 }
 
-/** An HTTP listener that could not bind, naming the address and the system's reason. */
+/** An HTTP listener that could not bind, naming the address, the flags that set it and the system's reason. */
 export class HttpBindError extends ClusterDnsError {
   constructor(
     readonly address: string,
     cause: unknown,
+    flags?: string,
   ) {
     const why = bindReason(cause);
-    super('HTTP_BIND', `cannot listen on ${address}/http: ${why}`, { cause, hint: bindHint(why) });
+    super('HTTP_BIND', `cannot listen on ${bindTarget(`${address}/http`, flags)}: ${why}`, {
+      cause,
+      hint: bindHint(why),
+    });
   }
 }
 
@@ -56,17 +60,25 @@ export function routesApp(routes: Record<string, HttpRoute>): Express {
 
 /**
  * Serves an express app (or a table of GET routes) for probes, metrics and debug dumps: the one
- * HTTP stack of the project. Port 0 picks a free one. A bind failure is an HttpBindError.
+ * HTTP stack of the project. Port 0 picks a free one. A bind failure is an HttpBindError naming
+ * `flags`, the flags that set host and port.
  */
 export async function listenHttp(
   host: string,
   port: number,
   handler: Express | Record<string, HttpRoute>,
+  options: { flags?: string } = {},
 ): Promise<HttpListener> {
   const app = typeof handler === 'function' ? handler : routesApp(handler);
-  const server: http.Server = await new Promise((resolve, reject) => {
-    const s = app.listen(port, host, () => resolve(s));
-    s.once('error', (error) => reject(new HttpBindError(`${host}:${port}`, error)));
+  // Not app.listen: express 5 calls its callback on a bind error too, as if it had listened.
+  const server = http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    const failed = (error: Error) => reject(new HttpBindError(`${host}:${port}`, error, options.flags));
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve();
+    });
   });
   server.keepAliveTimeout = 5000;
   let closing: Promise<void> | undefined;

@@ -107,7 +107,8 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
     const flagProblem = error instanceof FlagError;
     log.fatal(flagProblem ? 'invalid configuration' : 'start failed', { err: error });
     if (error instanceof ClusterDnsError && error.hint) log.info('hint', { hint: error.hint });
-    hooks.stderr(`${spec.program}: ${error instanceof Error ? error.message : String(error)}\n`);
+    const hint = error instanceof ClusterDnsError && error.hint ? ` (${error.hint})` : '';
+    hooks.stderr(`${spec.program}: ${error instanceof Error ? error.message : String(error)}${hint}\n`);
     hooks.exit(flagProblem ? 2 : 1);
     return;
   }

@@ -35,7 +35,9 @@ export function createSidecar(options: SidecarOptions, deps: { log: Logger; rand
       closers.push('dnsmasq poll', () => poller.stop());
       const app = createHttpApp({ probes, registry, metricsPath: options.metricsPath });
       // Closed first (reverse order), draining: a scrape or kubelet probe in flight still gets its answer.
-      const http = await listenHttp(options.httpHost, options.httpPort, app);
+      const http = await listenHttp(options.httpHost, options.httpPort, app, {
+        flags: '--prometheus-addr, --prometheus-port',
+      });
       closers.push('http', () => http.close({ deadlineMs: 2000 }));
       const port = http.port;
       deps.log.info('ready', { port, probes: options.probes.map((p) => p.label), metricsPath: options.metricsPath });

@@ -70,14 +70,20 @@ export function bindReason(cause: unknown): string {
   return (cause as { code?: string }).code ?? (cause as Error).message;
 }
 
-/** A listener that could not bind, naming the address and the system's reason. */
+/** `address`, and the flags that set it when the caller names them: "0.0.0.0:53/udp (--port)". */
+export function bindTarget(address: string, flags: string | undefined): string {
+  return flags ? `${address} (${flags})` : address;
+}
+
+/** A listener that could not bind, naming the address, the flags that set it and the system's reason. */
 export class DnsBindError extends ClusterDnsError {
   constructor(
     readonly address: string,
     cause: unknown,
+    flags?: string,
   ) {
     const why = bindReason(cause);
-    super('DNS_BIND', `cannot listen on ${address}: ${why}`, { cause, hint: bindHint(why) });
+    super('DNS_BIND', `cannot listen on ${bindTarget(address, flags)}: ${why}`, { cause, hint: bindHint(why) });
   }
 }
 

@@ -37,6 +37,7 @@ export {
   AddressError,
   bindHint,
   bindReason,
+  bindTarget,
   ClusterDnsError,
   ConnectionClosedError,
   DnsBindError,

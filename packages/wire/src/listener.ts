@@ -22,6 +22,8 @@ export interface ListenDnsOptions {
   host: string;
   /** 0 picks a free port, the same for UDP and TCP. */
   port: number;
+  /** The flags that set host and port, named in a bind failure ("--dns-bind-address, --dns-port"). */
+  flags?: string;
   handler: RawHandler;
   /** Called when the handler throws or a send fails; the packet is then dropped. */
   onHandlerError?: (error: unknown, context: QueryContext) => void;
@@ -74,7 +76,7 @@ export async function listenDns(options: ListenDnsOptions): Promise<DnsListener>
     try {
       await listenTcp(tcp, options.host, options.port);
     } catch (error) {
-      throw new DnsBindError(`${options.host}:${options.port}/tcp`, error);
+      throw new DnsBindError(`${options.host}:${options.port}/tcp`, error, options.flags);
     }
     const port = (tcp.address() as net.AddressInfo).port;
     const family = net.isIPv6(options.host) ? 6 : 4;
@@ -85,7 +87,7 @@ export async function listenDns(options: ListenDnsOptions): Promise<DnsListener>
       lastError = error;
       await new Promise<void>((resolve) => tcp.close(() => resolve()));
       udp.close();
-      if (options.port !== 0) throw new DnsBindError(`${options.host}:${port}/udp`, error);
+      if (options.port !== 0) throw new DnsBindError(`${options.host}:${port}/udp`, error, options.flags);
       continue;
     }
     try {
@@ -95,7 +97,7 @@ export async function listenDns(options: ListenDnsOptions): Promise<DnsListener>
     }
     return serve(options, tcp, udp, port);
   }
-  throw new DnsBindError(`${options.host}:0`, lastError);
+  throw new DnsBindError(`${options.host}:0`, lastError, options.flags);
 }
 
 /**
