@@ -1,14 +1,46 @@
-import { type Fqdn, isInZone, QTYPE, RCODE, readName, type ScannedResponse, toFqdn } from '@cluster-dns/wire';
+import {
+  type Fqdn,
+  isInZone,
+  type ParsedQuery,
+  QTYPE,
+  RCODE,
+  readName,
+  type ScannedResponse,
+  toFqdn,
+} from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
+import type { RouteKind } from './route-table.js';
+
+/** What a cached reply answers: the question, and whether DNSSEC records were asked for. */
+export interface CacheKey {
+  readonly name: Fqdn;
+  readonly qtype: number;
+  readonly qclass: number;
+  readonly dnssecOk: boolean;
+  /** The string the LRU is keyed on, made by cacheIdOf only and never read back. */
+  readonly id: string;
+}
+
+/** The LRU's key for a query: its name, type, class and DO bit. */
+export function cacheIdOf(q: ParsedQuery): string {
+  return `${q.key}|${q.qtype}|${q.qclass}|${q.edns?.dnssecOk ? 1 : 0}`;
+}
+
+export function cacheKeyOf(q: ParsedQuery): CacheKey {
+  return { name: q.key, qtype: q.qtype, qclass: q.qclass, dnssecOk: q.edns?.dnssecOk ?? false, id: cacheIdOf(q) };
+}
 
 /** One cached reply: wire bytes (ID 0, no OPT, every TTL set to the entry's TTL) and where its TTLs are. */
 export interface CachedReply {
+  readonly key: CacheKey;
   readonly wire: Buffer;
   readonly ttlOffsets: readonly number[];
   readonly ttlSeconds: number;
   readonly storedAtMs: number;
   /** The route this came through: a config change that moves the route drops it. */
   readonly routeId: string;
+  /** Its kind, for the serve-stale policy (answers of `--server` routes may be kept from it). */
+  readonly routeKind: RouteKind;
   /** Every owner name in the reply (question, answers, additionals): what a zone change drops it by. */
   readonly names: readonly Fqdn[];
   /** Hits since it was stored, for prefetch. */
@@ -24,14 +56,12 @@ export interface CacheHit {
   stale: boolean;
 }
 
-export interface CacheCounters {
-  hits: number;
-  misses: number;
+/** What the cache itself counts (the cache stage counts hits and misses). */
+export interface CacheCounts {
   insertions: number;
   evictions: number;
-  /** Of those hits and evictions, the denials (NXDOMAIN, NODATA): CoreDNS's split by type. */
-  denialHits?: number;
-  denialEvictions?: number;
+  /** Of those evictions, the denials (NXDOMAIN, NODATA): CoreDNS's split by type. */
+  denialEvictions: number;
 }
 
 export interface CachePolicy {
@@ -51,10 +81,9 @@ export const MAX_NEGATIVE_TTL_SECONDS = 10_800;
  */
 export function cacheTtlOf(reply: Buffer, scanned: ScannedResponse, policy: CachePolicy): number | undefined {
   if (scanned.truncated) return undefined;
-  const answers = scanned.records.filter((r) => r.section === 'answer');
-  const negative = scanned.rcode === RCODE.NXDOMAIN || (scanned.rcode === RCODE.NOERROR && answers.length === 0);
-  let ttl: number | undefined;
   if (scanned.rcode !== RCODE.NOERROR && scanned.rcode !== RCODE.NXDOMAIN) return undefined;
+  const negative = scanned.rcode === RCODE.NXDOMAIN || !scanned.records.some((r) => r.section === 'answer');
+  let ttl: number;
   if (negative) {
     if (!policy.negativeCache) return undefined;
     const soa = scanned.records.find((r) => r.section === 'authority' && r.type === QTYPE.SOA);
@@ -66,7 +95,8 @@ export function cacheTtlOf(reply: Buffer, scanned: ScannedResponse, policy: Cach
       ttl = policy.negTtlSeconds;
     } else return undefined;
   } else {
-    ttl = Math.min(...scanned.records.filter((r) => r.section !== 'additional').map((r) => r.ttl));
+    ttl = Number.POSITIVE_INFINITY;
+    for (const r of scanned.records) if (r.section !== 'additional' && r.ttl < ttl) ttl = r.ttl;
   }
   // RFC 2308 §5 (negative answers: hours, not days) and RFC 8767 §4 (at most 7 days): an
   // upstream that says "forever" is not believed.
@@ -78,36 +108,47 @@ export function cacheTtlOf(reply: Buffer, scanned: ScannedResponse, policy: Cach
 
 /** Makes the cache entry: every TTL in the reply set to `ttlSeconds`, so hits count down together. */
 export function toCachedReply(
+  key: CacheKey,
   reply: Buffer,
   scanned: ScannedResponse,
   ttlSeconds: number,
-  routeId: string,
+  route: { id: string; kind: RouteKind },
   nowMs: number,
 ): CachedReply {
   const wire = Buffer.from(reply);
   const ttlOffsets = scanned.records.map((r) => r.ttlOffset);
   for (const offset of ttlOffsets) wire.writeUInt32BE(ttlSeconds, offset);
-  const names = new Set<Fqdn>();
-  if (scanned.questionEnd > 12) names.add(toFqdn(readName(reply, 12).name));
+  const names = new Set<Fqdn>([key.name]);
   for (const r of scanned.records) if (r.section !== 'authority') names.add(toFqdn(readName(reply, r.start).name));
   const denial = scanned.rcode === RCODE.NXDOMAIN || !scanned.records.some((r) => r.section === 'answer');
-  return { wire, ttlOffsets, ttlSeconds, storedAtMs: nowMs, routeId, names: [...names], hits: 0, denial };
+  return {
+    key,
+    wire,
+    ttlOffsets,
+    ttlSeconds,
+    storedAtMs: nowMs,
+    routeId: route.id,
+    routeKind: route.kind,
+    names: [...names],
+    hits: 0,
+    denial,
+  };
 }
 
 /**
- * The LRU cache of replies (lru-cache), bounded by entries. A hit returns a copy whose TTLs are
- * what remains, never the original. An expired entry is kept `maxStaleSeconds` more (RFC 8767
- * serve-stale; 0 drops it on read), and every entry is indexed by the names in it, so a zone
- * change drops exactly the entries that hold a changed name.
+ * The LRU cache of replies (lru-cache), bounded by entries. The caller copies a hit's bytes once,
+ * patching the remaining TTL in (finishFromTemplate). An expired entry is kept `maxStaleSeconds`
+ * more (RFC 8767 serve-stale; 0 drops it on read), and every entry is indexed by the names in it,
+ * so a zone change drops exactly the entries that hold a changed name.
  */
 export class ReplyCache {
   private readonly lru: LRUCache<string, CachedReply> | undefined;
-  private readonly byName = new Map<Fqdn, Set<string>>();
+  private readonly byName = new Map<Fqdn, Set<CachedReply>>();
   private denials = 0;
+  readonly counts: CacheCounts = { insertions: 0, evictions: 0, denialEvictions: 0 };
 
   constructor(
     readonly maxEntries: number,
-    private readonly counters: CacheCounters,
     private readonly now: () => number = Date.now,
     private readonly maxStaleSeconds = 0,
   ) {
@@ -115,14 +156,14 @@ export class ReplyCache {
       maxEntries > 0
         ? new LRUCache<string, CachedReply>({
             max: maxEntries,
-            dispose: (entry, key, reason) => {
+            dispose: (entry, _id, reason) => {
               // dnsmasq counts as evictions only live entries pushed out to make room.
               if (reason === 'evict' && this.remainingSeconds(entry) > 0) {
-                this.counters.evictions++;
-                if (entry.denial) this.counters.denialEvictions = (this.counters.denialEvictions ?? 0) + 1;
+                this.counts.evictions++;
+                if (entry.denial) this.counts.denialEvictions++;
               }
               if (entry.denial) this.denials--;
-              this.untag(key, entry);
+              this.untag(entry);
             },
           })
         : undefined;
@@ -141,79 +182,64 @@ export class ReplyCache {
     return entry.ttlSeconds - Math.floor((this.now() - entry.storedAtMs) / 1000);
   }
 
-  /**
-   * The entry and its remaining TTL, or undefined when absent or expired. The caller copies the
-   * bytes once, patching the remaining TTL in (finishFromTemplate). Counts nothing: the caller
-   * counts hits.
-   */
-  get(key: string): CacheHit | undefined {
-    const entry = this.lru?.get(key);
+  /** The entry for a query's cacheIdOf and its remaining TTL, or undefined when absent or past serving. */
+  get(id: string): CacheHit | undefined {
+    const entry = this.lru?.get(id);
     if (!entry) return undefined;
     const remainingSeconds = this.remainingSeconds(entry);
-    if (remainingSeconds <= 0) {
-      if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
-      this.lru?.delete(key);
-      return undefined;
-    }
-    return { entry, remainingSeconds, stale: false };
+    if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
+    if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
+    this.lru?.delete(id);
+    return undefined;
   }
 
-  set(key: string, entry: CachedReply): void {
+  set(entry: CachedReply): void {
     if (!this.lru) return;
-    this.lru.set(key, entry);
-    if (!this.lru.has(key)) return;
+    this.lru.set(entry.key.id, entry);
+    if (this.lru.peek(entry.key.id) !== entry) return;
     if (entry.denial) this.denials++;
     for (const name of entry.names) {
-      let keys = this.byName.get(name);
-      if (!keys) {
-        keys = new Set();
-        this.byName.set(name, keys);
+      let entries = this.byName.get(name);
+      if (!entries) {
+        entries = new Set();
+        this.byName.set(name, entries);
       }
-      keys.add(key);
+      entries.add(entry);
     }
-    this.counters.insertions++;
+    this.counts.insertions++;
   }
 
   /** Drops every entry that holds one of these names (as question, answer or additional owner). */
   evictNames(names: Iterable<Fqdn>): number {
-    if (!this.lru) return 0;
     let dropped = 0;
     for (const name of names) {
-      const keys = this.byName.get(name);
-      if (!keys) continue;
-      for (const key of [...keys]) if (this.lru.delete(key)) dropped++;
+      for (const entry of [...(this.byName.get(name) ?? [])]) if (this.lru?.delete(entry.key.id)) dropped++;
     }
     return dropped;
   }
 
   /** Drops every entry whose question lies in `zone`. */
   flushZone(zone: Fqdn): number {
+    return this.dropWhere((entry) => isInZone(entry.key.name, zone));
+  }
+
+  /** Drops entries whose route is no longer the one `routeIdOf` gives for their question. */
+  dropStale(routeIdOf: (name: Fqdn) => string): number {
+    return this.dropWhere((entry) => routeIdOf(entry.key.name) !== entry.routeId);
+  }
+
+  private dropWhere(drop: (entry: CachedReply) => boolean): number {
     if (!this.lru) return 0;
     let dropped = 0;
-    for (const key of [...this.lru.keys()]) {
-      if (isInZone(key.slice(0, key.indexOf('|')) as Fqdn, zone) && this.lru.delete(key)) dropped++;
-    }
+    for (const entry of [...this.lru.values()]) if (drop(entry) && this.lru.delete(entry.key.id)) dropped++;
     return dropped;
   }
 
-  private untag(key: string, entry: CachedReply): void {
+  private untag(entry: CachedReply): void {
     for (const name of entry.names) {
-      const keys = this.byName.get(name);
-      keys?.delete(key);
-      if (keys?.size === 0) this.byName.delete(name);
+      const entries = this.byName.get(name);
+      entries?.delete(entry);
+      if (entries?.size === 0) this.byName.delete(name);
     }
-  }
-
-  /** Drops entries whose route is no longer the one that `routeIdOf(key)` gives. */
-  dropStale(routeIdOf: (key: string) => string): number {
-    if (!this.lru) return 0;
-    let dropped = 0;
-    for (const [key, entry] of this.lru.entries()) {
-      if (routeIdOf(key) !== entry.routeId) {
-        this.lru.delete(key);
-        dropped++;
-      }
-    }
-    return dropped;
   }
 }

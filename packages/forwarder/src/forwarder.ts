@@ -1,34 +1,30 @@
 import { CloseStack, FlagError, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
 import {
-  buildIxfrQuery,
+  chainStages,
   createQueryPipeline,
-  createUdpPool,
+  createUpstreamUdp,
   type DnsListener,
-  type Fqdn,
   listenDns,
   OPCODE,
   QCLASS,
-  QTYPE,
-  queryDns,
   type Rejection,
-  randomQueryId,
-  transferTcp,
-  ZoneChangeReader,
-  ZoneTransferError,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { type CacheCounters, ReplyCache } from './cache.js';
+import { ReplyCache } from './cache.js';
+import { CacheStage, type CacheStageCounts } from './cache-stage.js';
+import { ChaosStage } from './chaos-stage.js';
 import { createConfigReloader } from './config-reloader.js';
 import { readConfigSources } from './config-source.js';
+import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
 import { createLoopDetector } from './loop-detect.js';
+import { LoopGuardStage } from './loop-guard-stage.js';
 import { createForwarderMetrics } from './metrics.js';
+import { NotifyStage } from './notify-stage.js';
 import type { ForwarderOptions } from './options.js';
-import { createQueryHandler } from './query-handler.js';
-import { resolveQuestion } from './resolution.js';
 import { serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
-import type { ServerCounters } from './upstream.js';
-import { createZoneSync } from './zone-sync.js';
+import { UpstreamStats } from './upstream-stats.js';
+import { createZoneTransfers } from './zone-transfers.js';
 
 export const VERSION = 'cluster-dns-forwarder-0.1.0';
 
@@ -43,7 +39,8 @@ export interface Forwarder {
   shutdown(): Promise<void>;
   /** Re-reads --config-dir and --resolv-file now (the poll does this on its own). */
   reloadConfig(): Promise<void>;
-  readonly counters: CacheCounters;
+  /** The cache stage's counts: hits, misses, coalesced … */
+  readonly counters: Readonly<CacheStageCounts>;
   /** Messages the query pipeline answered or dropped itself, by reason. */
   readonly rejected: Readonly<Partial<Record<Rejection, number>>>;
   /** Upstream replies dropped for a wrong source, ID or question. */
@@ -54,27 +51,27 @@ export interface Forwarder {
   disabledServers(): string[];
 }
 
-/** The dnsmasq container: cache, stub domains, upstreams. Building it does no I/O. */
+/**
+ * The dnsmasq container: the chain notify → chaos → loop guard → cache → forward, behind the query
+ * pipeline, on the listeners; the config reloader, zone sync and metrics beside it. This shell only
+ * builds those and closes them in order; what a query gets is the stages' business. No I/O here.
+ */
 export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps): Forwarder {
   const { log } = deps;
   const now = deps.now ?? Date.now;
-  const counters: CacheCounters = { hits: 0, misses: 0, insertions: 0, evictions: 0 };
-  const rejected: Partial<Record<Rejection, number>> = {};
-  const cache = new ReplyCache(options.cacheSize, counters, now, options.maxStaleSeconds);
   const registry = new Registry();
-  const serverCounters = new Map<string, ServerCounters>();
-  const disabled = new Set<string>();
   const closers = new CloseStack();
   const listeners: DnsListener[] = [];
-  const rejectedLogged = new Set<string>();
-  let rejectedReplies = 0;
-  const rejectedByReason = new Map<string, number>();
-  let draining = false;
-  const loops = createLoopDetector({ log, disabled });
-  // Forged replies that match nothing of ours (a spray at our ports) are counted with the rest.
-  const udpPool = createUdpPool({ onStray: () => forwardOptions.onRejected('unknown', 'stray') });
+  const rejected: Partial<Record<Rejection, number>> = {};
   const boundPort = () => (options.port !== 0 ? options.port : (listeners[0]?.port ?? 0));
   const isSelf = createSelfCheck(options.listenAddresses, boundPort);
+  const disabled = new Set<string>();
+  const loops = createLoopDetector({ log, disabled });
+  const cache = new ReplyCache(options.cacheSize, now, options.maxStaleSeconds);
+  const upstreams = new UpstreamStats((server, reason) =>
+    log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason }),
+  );
+  const upstreamUdp = createUpstreamUdp();
 
   const config = createConfigReloader({
     read: () => readConfigSources(options.configDir, options.resolvFile),
@@ -83,109 +80,73 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     isSelf,
     onApplied: (next) => {
       // Cached answers of routes that did not change stay valid.
-      const dropped = cache.dropStale((key) => next.routeFor(key.slice(0, key.indexOf('|')) as Fqdn).id);
+      const dropped = cache.dropStale((name) => next.routeFor(name).id);
       if (options.loopDetect && listeners.length > 0) void loops.check(next.servers());
       return { cacheEntriesDropped: dropped };
     },
   });
+  const zoneSync = createZoneTransfers({ routes: config.routes, cache, options, log });
 
-  const forwardOptions = {
-    exchangeUdp: udpPool.exchange,
-    timeoutMs: options.upstreamTimeoutMs,
-    deadlineMs: options.forwardDeadlineMs,
-    counters: serverCounters,
-    disabled,
-    onRejected: (server: string, reason: string) => {
-      const key = `${server}/${reason}`;
-      if (!rejectedLogged.has(key)) {
-        rejectedLogged.add(key);
-        log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason });
-      }
-      rejectedReplies++;
-      rejectedByReason.set(reason, (rejectedByReason.get(reason) ?? 0) + 1);
-    },
-    onTry: (server: string, rcode: number | undefined, seconds: number) => metrics.upstreamTry(server, rcode, seconds),
-  };
-
-  const serverOf = (zone: Fqdn) => config.routes().routeFor(zone);
-  const zoneSync = createZoneSync({
-    serverFor: (zone) => {
-      const route = serverOf(zone);
-      return route.kind === 'local' ? undefined : route.servers[0];
-    },
-    allowedSources: (zone) => serverOf(zone).servers.map((s) => s.host),
-    transfer: async (server, zone, serial) => {
-      const reader = new ZoneChangeReader();
-      await transferTcp(server, buildIxfrQuery(randomQueryId(), zone, serial), {
-        timeoutMs: options.forwardDeadlineMs,
-        onMessage: (m) => reader.push(m),
-      });
-      if (!reader.result) throw new ZoneTransferError(`IXFR of ${zone} from ${serverText(server)} ended early`);
-      return reader.result;
-    },
-    soaSerial: async (server, zone) => {
-      const reply = await queryDns(server, zone, QTYPE.SOA, { timeoutMs: options.upstreamTimeoutMs, rd: false });
-      const serial = reply.answers.find((r) => r.type === QTYPE.SOA)?.soa?.serial;
-      if (serial === undefined) throw new ZoneTransferError(`${serverText(server)} gave no SOA for ${zone}`);
-      return serial;
-    },
-    evictNames: (names) => cache.evictNames(names),
-    flushZone: (zone) => cache.flushZone(zone),
-    log,
-    hooks: {
-      onNotify: (result) => metrics.notify(result),
-      onTransfer: (result) => metrics.transfer(result),
-      onInvalidated: (entries) => metrics.invalidated(entries),
-    },
-  });
-
-  const queries = createQueryHandler({
+  const forward = new ForwardStage({
     routes: config.routes,
-    cache,
-    counters,
-    policy: options,
     forwardMax: options.forwardMax,
-    resolve: (question) => resolveQuestion(config.routes(), question, forwardOptions),
-    stats: () => ({
-      cachesize: options.cacheSize,
-      ...counters,
-      auth: 0,
-      servers: config
-        .routes()
-        .servers()
-        .map((s) => {
-          const c = serverCounters.get(serverText(s)) ?? { queries: 0, failures: 0 };
-          return `${serverText(s)} ${c.queries} ${c.failures}`;
-        }),
-      version: VERSION,
-    }),
-    isLoopProbe: (name) => loops.isProbe(name),
-    push: {
-      notify: (q, source) => zoneSync.notify(q.key, source),
-      isPushed: (name) => zoneSync.isPushed(name),
-      epochOf: (name) => zoneSync.epochOf(name),
+    forward: {
+      exchangeUdp: upstreamUdp.exchange,
+      timeoutMs: options.upstreamTimeoutMs,
+      deadlineMs: options.forwardDeadlineMs,
+      stats: upstreams,
+      disabled,
+      randomCase: options.randomCase,
+      now,
     },
-    staleAllowed: (route) => options.maxStaleSeconds > 0 && (route.kind !== 'server' || options.staleServerRoutes),
+    log,
+    logQueries: options.logQueries,
+  });
+  const cacheStage = new CacheStage({
+    cache,
+    policy: options,
+    push: zoneSync,
+    staleAllowed: (kind) => options.maxStaleSeconds > 0 && (kind !== 'server' || options.staleServerRoutes),
     prefetchHits: options.prefetchHits,
     log,
     logQueries: options.logQueries,
     now,
   });
+  const notify = new NotifyStage(zoneSync);
+  const chaos = new ChaosStage(() => ({
+    cachesize: options.cacheSize,
+    insertions: cache.counts.insertions,
+    evictions: cache.counts.evictions,
+    misses: cacheStage.counts.misses,
+    hits: cacheStage.counts.hits,
+    auth: 0,
+    servers: config
+      .routes()
+      .servers()
+      .map((s) => {
+        const c = upstreams.servers().get(serverText(s)) ?? { queries: 0, failures: 0 };
+        return `${serverText(s)} ${c.queries} ${c.failures}`;
+      }),
+    version: VERSION,
+  }));
+  const chain = chainStages<ForwarderRequest>(
+    [notify, chaos, new LoopGuardStage((name) => loops.isProbe(name)), cacheStage],
+    (request) => forward.serve(request),
+  );
+
   const metrics = createForwarderMetrics(registry, {
     server: () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`,
-    cacheDenialEntries: () => cache.denialEntries,
-    inFlight: () => queries.inFlight(),
+    cache,
+    cacheStage,
+    forward,
+    upstreams,
+    notify,
+    zones: zoneSync,
     loopDisabled: () => disabled.size,
     reloadFailures: () => config.failures,
-    rejectedReplies: () => rejectedByReason,
-    cache: counters,
-    cacheEntries: () => cache.size,
-    push: queries.push,
-    zones: () => zoneSync.zones(),
   });
-
   const handler = createQueryPipeline({
-    handle: queries.handle,
+    handle: chain,
     recursionAvailable: true,
     // Forwarded whatever the class; CHAOS is answered here (statistics).
     classes: [QCLASS.IN, QCLASS.CH, QCLASS.ANY],
@@ -199,13 +160,14 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     },
   });
 
+  let draining = false;
   return {
-    counters,
+    counters: cacheStage.counts,
     rejected,
     reloadConfig: async () => {
       await config.reload();
     },
-    rejectedReplies: () => rejectedReplies,
+    rejectedReplies: () => upstreams.rejectedTotal(),
     detectLoops: () => loops.check(config.routes().servers()),
     disabledServers: () => [...disabled],
     async start() {
@@ -265,11 +227,11 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         log.info('lameduck: still answering', { lameduckMs: options.lameduckMs });
         await sleep(options.lameduckMs);
       }
-      // Listeners stop reading, send what is in flight, then close; the pool goes last, since
-      // the answers in flight still wait on it.
+      // Listeners stop reading, send what is in flight, then close; the upstream sockets go last,
+      // since the answers in flight still wait on them.
       await closers.close(log);
-      await Promise.race([queries.settled(), sleep(options.forwardDeadlineMs)]);
-      udpPool.close();
+      await Promise.race([forward.settled(), sleep(options.forwardDeadlineMs)]);
+      upstreamUdp.close();
     },
   };
 }

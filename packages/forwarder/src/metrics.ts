@@ -1,261 +1,293 @@
 import { collectProcessMetrics } from '@cluster-dns/runtime';
 import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { CacheCounters } from './cache.js';
-import type { PushCounters } from './query-handler.js';
-import { FastHistogram, LabelledCounts } from './query-stats.js';
+import type { ReplyCache } from './cache.js';
+import type { CacheStage } from './cache-stage.js';
+import type { ForwardStage } from './forward-stage.js';
+import type { NotifyStage } from './notify-stage.js';
+import { HistogramStore, LabelledCounts, registerHistogram } from './query-stats.js';
+import type { UpstreamStats } from './upstream-stats.js';
 import type { ZoneSync } from './zone-sync.js';
 
-/** What the metrics read at scrape time: counters the forwarder keeps for CHAOS stats too. */
-/** CoreDNS's request duration buckets: 0.25 ms doubling to 8.192 s. */
-const DURATION_BUCKETS = Array.from({ length: 16 }, (_, k) => 0.00025 * 2 ** k);
-
+/** What the metrics read at scrape time: each stage's own counters, nothing pushed per query. */
 export interface ForwarderMetricSources {
   /** CoreDNS's `server` label: `dns://<address>:<port>`, known once listening. */
   server(): string;
-  /** Cache entries that hold a denial (NXDOMAIN, NODATA). */
-  cacheDenialEntries(): number;
-  /** Questions in flight upstream now. */
-  inFlight(): number;
+  cache: ReplyCache;
+  cacheStage: CacheStage;
+  forward: ForwardStage;
+  upstreams: UpstreamStats;
+  notify: NotifyStage;
+  zones: ZoneSync;
   /** Upstreams disabled because they loop back to us. */
   loopDisabled(): number;
   /** Config reloads refused (invalid or unreadable ConfigMap or resolv file). */
   reloadFailures(): number;
-  /** Upstream replies dropped, by reason (source, id, question, not-a-response, stray). */
-  rejectedReplies(): ReadonlyMap<string, number>;
-  cache: CacheCounters;
-  cacheEntries(): number;
-  push: PushCounters;
-  zones(): ReturnType<ZoneSync['zones']>;
+}
+
+/** A counter whose value is read from `read()` at scrape time (it only ever grows). */
+function counterFrom(registry: Registry, name: string, help: string, read: () => number): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > seen) this.inc(now - seen);
+      seen = now;
+    },
+  });
+}
+
+/** A labelled counter read from `read()` at scrape time: each label set's value only ever grows. */
+function labelledFrom(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: string[],
+  read: () => Iterable<[Record<string, string>, number]>,
+): void {
+  const seen = new Map<string, number>();
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      for (const [labels, now] of read()) {
+        const key = JSON.stringify(labels);
+        const before = seen.get(key) ?? 0;
+        if (now > before) this.labels(labels).inc(now - before);
+        seen.set(key, now);
+      }
+    },
+  });
+}
+
+function gaugeFrom(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: string[],
+  read: () => Array<[Record<string, string>, number]>,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      for (const [labels, value] of read()) this.labels(labels).set(value);
+    },
+  });
 }
 
 /**
- * The forwarder's own metrics (its `/metrics`), on the registry given. Counters kept elsewhere
- * (cache, push) are read at scrape time, so the query path pays nothing for them.
+ * The forwarder's own metrics (its `/metrics`), on the registry given. CoreDNS's names and labels
+ * where the concept is the same (its dashboards and mixin alerts work unchanged): one server block,
+ * zone ".". Counters live in the stages that count them and are read at scrape time, so the query
+ * path pays nothing for them; the per-query series below are plain counts too.
  */
 export function createForwarderMetrics(registry: Registry, sources: ForwarderMetricSources) {
   collectProcessMetrics(registry);
-  const counterFrom = (name: string, help: string, read: () => number) => {
-    let seen = 0;
-    new Counter({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        const now = read();
-        if (now > seen) this.inc(now - seen);
-        seen = now;
-      },
-    });
-  };
-  counterFrom('clusterdns_forwarder_cache_hits_total', 'Queries answered from the cache.', () => sources.cache.hits);
+  const { cache, cacheStage, forward, upstreams, notify, zones } = sources;
+  const server = () => ({ server: sources.server() });
+  const ZONE = '.';
+
   counterFrom(
+    registry,
+    'clusterdns_forwarder_cache_hits_total',
+    'Queries answered from the cache.',
+    () => cacheStage.counts.hits,
+  );
+  counterFrom(
+    registry,
     'clusterdns_forwarder_cache_misses_total',
     'Queries not answered from the cache.',
-    () => sources.cache.misses,
+    () => cacheStage.counts.misses,
   );
   counterFrom(
+    registry,
     'clusterdns_forwarder_stale_answers_total',
     'Expired answers served because every server of the route failed (RFC 8767 serve-stale).',
-    () => sources.push.staleServed,
+    () => cacheStage.counts.staleServed,
   );
   counterFrom(
+    registry,
     'clusterdns_forwarder_prefetches_total',
     'Popular entries refreshed in the background before they expired.',
-    () => sources.push.prefetches,
+    () => cacheStage.counts.prefetches,
+  );
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_coalesced_queries_total',
+    'Queries that joined an identical question already in flight upstream instead of asking again.',
+    () => cacheStage.counts.coalesced,
   );
   // CoreDNS's reload plugin's name, so its alert (a bad Corefile push) fires on a bad ConfigMap.
   counterFrom(
+    registry,
     'coredns_reload_failed_total',
     'Config reloads refused: an invalid or unreadable ConfigMap or resolv file (the last good config stays).',
     () => sources.reloadFailures(),
   );
-  const seenRejected = new Map<string, number>();
-  new Counter({
-    name: 'clusterdns_forwarder_rejected_replies_total',
-    help: 'Upstream replies dropped because they do not answer a query of ours, by reason: source, id, question, not-a-response, stray (matches no query at all).',
-    labelNames: ['reason'],
-    registers: [registry],
-    collect() {
-      for (const [reason, now] of sources.rejectedReplies()) {
-        const before = seenRejected.get(reason) ?? 0;
-        if (now > before) this.labels(reason).inc(now - before);
-        seenRejected.set(reason, now);
-      }
-    },
-  });
-  new Gauge({
-    name: 'clusterdns_forwarder_cache_entries',
-    help: 'Entries in the cache (stale ones kept for serve-stale included).',
-    registers: [registry],
-    collect() {
-      this.set(sources.cacheEntries());
-    },
-  });
-  const notifies = new Counter({
-    name: 'clusterdns_forwarder_notifies_received_total',
-    help: 'DNS NOTIFY messages received, by result: accepted (from a server of the zone’s route) or refused (from anyone else).',
-    labelNames: ['result'],
-    registers: [registry],
-  });
-  const transfers = new Counter({
-    name: 'clusterdns_forwarder_zone_transfers_total',
-    help: 'IXFRs fetched after a NOTIFY or SOA check, by result: incremental, full (the zone was flushed), up-to-date, failed.',
-    labelNames: ['result'],
-    registers: [registry],
-  });
-  const invalidated = new Counter({
-    name: 'clusterdns_forwarder_cache_invalidated_total',
-    help: 'Cache entries dropped because a pushed zone changed a name in them.',
-    registers: [registry],
-  });
-  new Gauge({
-    name: 'clusterdns_forwarder_zone_serial',
-    help: 'SOA serial held for each pushed zone (its answers are invalidated on change).',
-    labelNames: ['zone'],
-    registers: [registry],
-    collect() {
-      for (const { zone, serial } of sources.zones()) if (serial !== undefined) this.labels(zone).set(serial);
-    },
-  });
-  // CoreDNS's names and labels where the concept is the same (its dashboards and mixin alerts
-  // work unchanged): one server block, zone ".".
-  const ZONE = '.';
-  const labelledFrom = (
-    name: string,
-    help: string,
-    labelNames: string[],
-    read: () => Array<[Record<string, string>, number]>,
-  ) => {
-    const seen = new Map<string, number>();
-    new Counter({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      collect() {
-        for (const [labels, now] of read()) {
-          const key = JSON.stringify(labels);
-          const before = seen.get(key) ?? 0;
-          if (now > before) this.labels(labels).inc(now - before);
-          seen.set(key, now);
-        }
-      },
-    });
-  };
-  const server = () => ({ server: sources.server() });
   labelledFrom(
+    registry,
+    'clusterdns_forwarder_rejected_replies_total',
+    'Upstream replies dropped because they do not answer a query of ours, by reason: source, id, question, not-a-response, case (0x20 not echoed).',
+    ['reason'],
+    () => [...upstreams.rejectedByReason].map(([reason, n]) => [{ reason }, n]),
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_cache_entries',
+    'Entries in the cache (stale ones kept for serve-stale included).',
+    [],
+    () => [[{}, cache.size]],
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_notifies_received_total',
+    'DNS NOTIFY messages received, by result: accepted (from a server of the zone’s route) or refused (from anyone else).',
+    ['result'],
+    () => [
+      [{ result: 'accepted' }, notify.counts.accepted],
+      [{ result: 'refused' }, notify.counts.refused],
+    ],
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_zone_transfers_total',
+    'IXFRs fetched after a NOTIFY or SOA check, by result: incremental, full (the zone was flushed), up-to-date, failed.',
+    ['result'],
+    () => [...zones.counts.transfers].map(([result, n]) => [{ result }, n]),
+  );
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_cache_invalidated_total',
+    'Cache entries dropped because a pushed zone changed a name in them.',
+    () => zones.counts.invalidated,
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_zone_serial',
+    'SOA serial held for each pushed zone (its answers are invalidated on change).',
+    ['zone'],
+    () =>
+      zones
+        .zones()
+        .filter((z) => z.serial !== undefined)
+        .map((z) => [{ zone: z.zone }, z.serial as number]),
+  );
+  labelledFrom(
+    registry,
     'coredns_cache_hits_total',
     'Cache hits, by type: success or denial (NXDOMAIN, NODATA).',
     ['server', 'type'],
-    () => {
-      const denial = sources.cache.denialHits ?? 0;
-      return [
-        [{ ...server(), type: 'success' }, sources.cache.hits - denial],
-        [{ ...server(), type: 'denial' }, denial],
-      ];
-    },
+    () => [
+      [{ ...server(), type: 'success' }, cacheStage.counts.hits - cacheStage.counts.denialHits],
+      [{ ...server(), type: 'denial' }, cacheStage.counts.denialHits],
+    ],
   );
-  labelledFrom('coredns_cache_misses_total', 'Cache misses.', ['server'], () => [[server(), sources.cache.misses]]);
+  labelledFrom(registry, 'coredns_cache_misses_total', 'Cache misses.', ['server'], () => [
+    [server(), cacheStage.counts.misses],
+  ]);
   labelledFrom(
+    registry,
     'coredns_cache_evictions_total',
     'Live cache entries pushed out to make room, by type.',
     ['server', 'type'],
-    () => {
-      const denial = sources.cache.denialEvictions ?? 0;
-      return [
-        [{ ...server(), type: 'success' }, sources.cache.evictions - denial],
-        [{ ...server(), type: 'denial' }, denial],
-      ];
-    },
+    () => [
+      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
+      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
+    ],
   );
-  new Gauge({
-    name: 'coredns_cache_entries',
-    help: 'Entries in the cache, by type: success or denial.',
-    labelNames: ['server', 'type'],
-    registers: [registry],
-    collect() {
-      const denial = sources.cacheDenialEntries();
-      this.labels({ ...server(), type: 'denial' }).set(denial);
-      this.labels({ ...server(), type: 'success' }).set(sources.cacheEntries() - denial);
-    },
-  });
+  gaugeFrom(
+    registry,
+    'coredns_cache_entries',
+    'Entries in the cache, by type: success or denial.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'denial' }, cache.denialEntries],
+      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
+    ],
+  );
   counterFrom(
+    registry,
     'coredns_forward_max_concurrent_rejects_total',
     'Queries refused because --dns-forward-max questions were in flight upstream.',
-    () => sources.push.maxConcurrentRejects,
+    () => forward.maxConcurrentRejects,
   );
-  counterFrom(
-    'clusterdns_forwarder_coalesced_queries_total',
-    'Queries that joined an identical question already in flight upstream instead of asking again.',
-    () => sources.push.coalesced,
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_upstream_in_flight',
+    'Distinct questions in flight upstream now (at most --dns-forward-max).',
+    [],
+    () => [[{}, forward.inFlight()]],
   );
-  new Gauge({
-    name: 'clusterdns_forwarder_upstream_in_flight',
-    help: 'Distinct questions in flight upstream now (at most --dns-forward-max).',
-    registers: [registry],
-    collect() {
-      this.set(sources.inFlight());
-    },
-  });
-  new Gauge({
-    name: 'clusterdns_forwarder_upstreams_loop_disabled',
-    help: 'Upstreams disabled because they send our queries back to us (--dns-loop-detect).',
-    registers: [registry],
-    collect() {
-      this.set(sources.loopDisabled());
-    },
-  });
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_upstreams_loop_disabled',
+    'Upstreams disabled because they send our queries back to us (--dns-loop-detect).',
+    [],
+    () => [[{}, sources.loopDisabled()]],
+  );
+  labelledFrom(registry, 'coredns_forward_requests_total', 'Queries sent to each upstream (every try).', ['to'], () =>
+    upstreams.requests.entries(),
+  );
+  labelledFrom(
+    registry,
+    'coredns_forward_responses_total',
+    'Replies from each upstream, by rcode.',
+    ['to', 'rcode'],
+    () => upstreams.responses.entries(),
+  );
+  registerHistogram(
+    registry,
+    'coredns_forward_request_duration_seconds',
+    'Round-trip time of each upstream try that got a reply, by rcode.',
+    upstreams.durations,
+  );
+  labelledFrom(
+    registry,
+    'coredns_forward_healthcheck_failures_total',
+    'Upstream tries that got no reply (timeout or error); the next server of the route is tried.',
+    ['to'],
+    () => upstreams.failures.entries(),
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_upstream_healthy',
+    '1 when the last try of the upstream got a reply (any rcode), 0 when it got none.',
+    ['to'],
+    () => [...upstreams.lastAnswered].map(([to, answered]) => [{ to }, answered ? 1 : 0]),
+  );
 
+  // The server-level series, per query from the pipeline's observe hook: plain counts.
   const requests = new LabelledCounts();
   labelledFrom(
+    registry,
     'coredns_dns_requests_total',
     'DNS requests, by transport (proto), address family (1: IPv4, 2: IPv6) and query type.',
     ['server', 'zone', 'proto', 'family', 'type'],
     () => requests.entries(),
   );
   const responses = new LabelledCounts();
-  labelledFrom('coredns_dns_responses_total', 'DNS responses, by rcode.', ['server', 'zone', 'rcode', 'plugin'], () =>
-    responses.entries(),
+  labelledFrom(
+    registry,
+    'coredns_dns_responses_total',
+    'DNS responses, by rcode.',
+    ['server', 'zone', 'rcode', 'plugin'],
+    () => responses.entries(),
   );
-  const duration = new FastHistogram(
+  const duration = new HistogramStore();
+  registerHistogram(
     registry,
     'coredns_dns_request_duration_seconds',
     'Time from a query arriving to its reply, by query type.',
-    DURATION_BUCKETS,
+    duration,
   );
-  // Per try, counted the same cheap way: a miss pays a few map lookups, not label hashing.
-  const forwardRequests = new LabelledCounts();
-  labelledFrom('coredns_forward_requests_total', 'Queries sent to each upstream (every try).', ['to'], () =>
-    forwardRequests.entries(),
-  );
-  const forwardResponses = new LabelledCounts();
-  labelledFrom('coredns_forward_responses_total', 'Replies from each upstream, by rcode.', ['to', 'rcode'], () =>
-    forwardResponses.entries(),
-  );
-  const forwardDuration = new FastHistogram(
-    registry,
-    'coredns_forward_request_duration_seconds',
-    'Round-trip time of each upstream try that got a reply, by rcode.',
-    DURATION_BUCKETS,
-  );
-  const forwardFailures = new LabelledCounts();
-  labelledFrom(
-    'coredns_forward_healthcheck_failures_total',
-    'Upstream tries that got no reply (timeout or error); the next server of the route is tried.',
-    ['to'],
-    () => forwardFailures.entries(),
-  );
-  const lastTryAnswered = new Map<string, boolean>();
-  new Gauge({
-    name: 'clusterdns_forwarder_upstream_healthy',
-    help: '1 when the last try of the upstream got a reply (any rcode), 0 when it got none.',
-    labelNames: ['to'],
-    registers: [registry],
-    collect() {
-      for (const [to, answered] of lastTryAnswered) this.labels(to).set(answered ? 1 : 0);
-    },
-  });
   const base = () => ({ server: sources.server(), zone: ZONE });
 
   return {
@@ -274,28 +306,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
       duration.observe(type, () => ({ ...base(), type }), Number(process.hrtime.bigint() - outcome.startedNs) / 1e9);
       const rcode = reply ? rcodeLabel(reply.readUInt16BE(2) & RCODE_MASK) : 'dropped';
       responses.inc(rcode, () => ({ ...base(), rcode, plugin: '' }));
-    },
-    /** One upstream try: its rcode, or undefined when it got no reply. */
-    upstreamTry(to: string, rcode: number | undefined, seconds: number): void {
-      forwardRequests.inc(to, () => ({ to }));
-      lastTryAnswered.set(to, rcode !== undefined);
-      if (rcode === undefined) {
-        forwardFailures.inc(to, () => ({ to }));
-        return;
-      }
-      const name = rcodeLabel(rcode);
-      const key = `${to}|${name}`;
-      forwardResponses.inc(key, () => ({ to, rcode: name }));
-      forwardDuration.observe(key, () => ({ to, rcode: name }), seconds);
-    },
-    notify(result: 'accepted' | 'refused'): void {
-      notifies.labels(result).inc();
-    },
-    transfer(result: string): void {
-      transfers.labels(result).inc();
-    },
-    invalidated(entries: number): void {
-      invalidated.inc(entries);
     },
   };
 }

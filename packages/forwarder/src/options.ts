@@ -49,6 +49,9 @@ export const forwarderFlags = {
     min: 1,
     max: 100_000,
   }),
+  'dns-0x20': flag.bool(
+    'ask upstreams in a random case (0x20) and drop replies that do not echo it; a server that does not is asked in plain case for an hour',
+  ),
   'dns-loop-detect': flag.bool(
     'send a probe through each upstream at start and on config change; disable any that loops back here',
   ),
@@ -121,6 +124,8 @@ export interface ForwarderOptions {
   readonly maxCacheTtlSeconds: number;
   readonly forwardMax: number;
   readonly loopDetect: boolean;
+  /** --dns-0x20: randomise the case of names sent upstream, and check the reply echoes it. */
+  readonly randomCase: boolean;
   readonly logQueries: boolean;
   readonly configDir: string;
   readonly configPollMs: number;
@@ -162,6 +167,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     maxCacheTtlSeconds: values['max-cache-ttl'],
     forwardMax: values['dns-forward-max'],
     loopDetect: values['dns-loop-detect'],
+    randomCase: values['dns-0x20'],
     logQueries: values['log-queries'],
     configDir: values['config-dir'],
     configPollMs: values['config-poll-interval'],

@@ -21,25 +21,14 @@ export class LabelledCounts {
   }
 }
 
-/** A histogram per label set, bucketed by hand, exposed to a registry in Prometheus's form. */
-export class FastHistogram {
+/** CoreDNS's request duration buckets: 0.25 ms doubling to 8.192 s. */
+export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 16 }, (_, k) => 0.00025 * 2 ** k);
+
+/** A histogram per label set, bucketed by hand; `registerHistogram` shows it to a registry. */
+export class HistogramStore {
   private readonly series = new Map<string, { labels: Record<string, string>; buckets: Float64Array; sum: number }>();
 
-  constructor(
-    registry: Registry,
-    readonly name: string,
-    readonly help: string,
-    private readonly bounds: readonly number[],
-  ) {
-    registry.registerMetric({
-      name,
-      help,
-      type: 'histogram',
-      aggregator: 'sum',
-      get: async () => ({ name, help, type: 'histogram', aggregator: 'sum', values: this.values() }),
-      reset: () => this.series.clear(),
-    } as unknown as Parameters<Registry['registerMetric']>[0]);
-  }
+  constructor(readonly bounds: readonly number[] = DURATION_BUCKETS) {}
 
   observe(key: string, labels: () => Record<string, string>, value: number): void {
     let s = this.series.get(key);
@@ -54,19 +43,32 @@ export class FastHistogram {
     s.sum += value;
   }
 
-  private values() {
+  /** The series in Prometheus's form, cumulated, for a metric called `name`. */
+  values(name: string): Array<{ metricName: string; labels: Record<string, string | number>; value: number }> {
     const out: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
     for (const s of this.series.values()) {
       let cumulative = 0;
       this.bounds.forEach((le, i) => {
         cumulative += s.buckets[i] as number;
-        out.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le }, value: cumulative });
+        out.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le }, value: cumulative });
       });
       cumulative += s.buckets[this.bounds.length] as number;
-      out.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: cumulative });
-      out.push({ metricName: `${this.name}_sum`, labels: s.labels, value: s.sum });
-      out.push({ metricName: `${this.name}_count`, labels: s.labels, value: cumulative });
+      out.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: cumulative });
+      out.push({ metricName: `${name}_sum`, labels: s.labels, value: s.sum });
+      out.push({ metricName: `${name}_count`, labels: s.labels, value: cumulative });
     }
     return out;
   }
+}
+
+/** Exposes a HistogramStore to the registry as the histogram `name`, read at scrape time. */
+export function registerHistogram(registry: Registry, name: string, help: string, store: HistogramStore): void {
+  registry.registerMetric({
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    get: async () => ({ name, help, type: 'histogram', aggregator: 'sum', values: store.values(name) }),
+    reset: () => {},
+  } as unknown as Parameters<Registry['registerMetric']>[0]);
 }

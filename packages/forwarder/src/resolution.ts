@@ -1,6 +1,7 @@
 import {
   assembleReply,
   copyRecord,
+  copyWithoutOpt,
   FLAG,
   type Fqdn,
   HEADER_BYTES,
@@ -11,9 +12,7 @@ import {
   type ScannedRecord,
   type ScannedResponse,
   scanResponse,
-  stripOpt,
   toFqdn,
-  writeName,
 } from '@cluster-dns/wire';
 import { MAX_TTL_SECONDS } from './cache.js';
 import type { Route, RouteTable } from './route-table.js';
@@ -32,17 +31,20 @@ export interface Resolved {
 }
 
 /**
- * Resolves one question through its route: reverse names the cluster does not know fall through
- * to the upstreams, and a CNAME that leaves the route's domain without an answer (an ExternalName
- * service) is chased through the target's own route, the chain returned as one answer.
+ * Resolves one question through its route (looked up once, by the caller): reverse names the
+ * cluster does not know fall through to the upstreams, and a CNAME that leaves the route's domain
+ * without an answer (an ExternalName service) is chased through the target's own route, the chain
+ * returned as one answer. The reply is walked once, unless scrubbing dropped records from it or a
+ * chase joined two.
  */
 export async function resolveQuestion(
   routes: RouteTable,
+  firstRoute: Route,
   q: UpstreamQuestion,
   options: ForwardOptions,
   depth = 0,
 ): Promise<Resolved> {
-  let route = routes.routeFor(q.name);
+  let route = firstRoute;
   let raw = await forwardQuery(route.servers, q, options);
   let rcode = raw.readUInt16BE(2) & RCODE_MASK;
   if (
@@ -54,8 +56,7 @@ export async function resolveQuestion(
     raw = await forwardQuery(route.servers, q, options);
     rcode = raw.readUInt16BE(2) & RCODE_MASK;
   }
-  let wire = normalize(raw, q.name);
-  let scanned = scanResponse(wire);
+  let { wire, scanned } = normalize(raw);
   clampTtls(wire, scanned);
   const scrubbed = scrubReply(wire, scanned, q.name);
   if (scrubbed !== wire) {
@@ -77,20 +78,20 @@ export async function resolveQuestion(
 }
 
 /**
- * OPT removed (it is per hop), ID 0, RA set, AA cleared (a forwarder's answers, cached or not,
- * are not authoritative: RFC 1035 §6.1.3), and our canonical question (the upstream may have
- * changed its case).
+ * A copy of the reply with its OPT removed (it is per hop), ID 0, RA set, AA cleared (a
+ * forwarder's answers, cached or not, are not authoritative: RFC 1035 §6.1.3), and the question in
+ * canonical case (the upstream may echo ours in any case, 0x20 or the asker's).
  */
-function normalize(raw: Buffer, name: Fqdn): Buffer {
-  const wire = Buffer.from(stripOpt(raw, scanResponse(raw)));
+function normalize(raw: Buffer): { wire: Buffer; scanned: ScannedResponse } {
+  const { wire, scanned } = copyWithoutOpt(raw, scanResponse(raw));
   wire.writeUInt16BE(0, 0);
   wire.writeUInt16BE((wire.readUInt16BE(2) | FLAG.RA) & ~FLAG.AA, 2);
-  const canonical = writeName(name);
-  if (wire.readUInt16BE(4) === 1 && wire.length >= HEADER_BYTES + canonical.length) {
-    const asked = wire.subarray(HEADER_BYTES, HEADER_BYTES + canonical.length);
-    if (asked.toString('latin1').toLowerCase() === canonical.toString('latin1')) canonical.copy(wire, HEADER_BYTES);
+  // The question's name octets (checked against ours: uncompressed), ASCII letters lowercased.
+  for (let i = HEADER_BYTES; i < scanned.questionEnd - 4; i++) {
+    const c = wire[i] as number;
+    if (c >= 0x41 && c <= 0x5a) wire[i] = c + 0x20;
   }
-  return wire;
+  return { wire, scanned };
 }
 
 /**
@@ -133,7 +134,7 @@ async function chaseCname(
     seen.add(target);
   }
   if (target === q.name || answers.some((r) => r.type === q.qtype && ownerOf(wire, r) === target)) return wire;
-  const next = await resolveQuestion(routes, { ...q, name: target }, options, depth + 1);
+  const next = await resolveQuestion(routes, routes.routeFor(target), { ...q, name: target }, options, depth + 1);
   const tail = next.scanned.records;
   const tailAnswers = tail.filter((r) => r.section === 'answer');
   const flags = (wire.readUInt16BE(2) & ~(FLAG.AA | FLAG.TC | RCODE_MASK)) | FLAG.RA | next.scanned.rcode;

@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { ClusterDnsError, type HostPort } from '@cluster-dns/runtime';
 import {
+  compareQuestion,
   type ExchangeOptions,
   encodeOptRecord,
   exchangeRaw,
   FLAG,
   type Fqdn,
   HEADER_BYTES,
+  questionEndOf,
   RCODE,
   RCODE_MASK,
   type RejectReason,
@@ -13,6 +16,7 @@ import {
   writeName,
 } from '@cluster-dns/wire';
 import { serverText } from './route-table.js';
+import type { UpstreamStats } from './upstream-stats.js';
 
 export class UpstreamsFailedError extends ClusterDnsError {
   constructor(
@@ -24,11 +28,6 @@ export class UpstreamsFailedError extends ClusterDnsError {
   }
 }
 
-export interface ServerCounters {
-  queries: number;
-  failures: number;
-}
-
 export interface UpstreamQuestion {
   readonly name: Fqdn;
   readonly qtype: number;
@@ -38,20 +37,32 @@ export interface UpstreamQuestion {
 }
 
 export interface ForwardOptions {
-  /** Sends one UDP query (the forwarder's socket pool). */
+  /** Sends one UDP query (wire's createUpstreamUdp: a socket of its own per query). */
   exchangeUdp: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
   timeoutMs: number;
   deadlineMs: number;
-  counters: Map<string, ServerCounters>;
+  stats: UpstreamStats;
   /** Servers found to loop back to us: skipped. */
   disabled: ReadonlySet<string>;
-  onRejected: (server: string, reason: RejectReason) => void;
-  /** Each try: the server, its rcode (undefined: no answer, a timeout or an error) and how long it took. */
-  onTry?: (server: string, rcode: number | undefined, seconds: number) => void;
+  /** --dns-0x20: ask in a random case, and check that the reply echoes it. */
+  randomCase: boolean;
+  now: () => number;
 }
 
-/** Our query to an upstream: a fresh random ID, RD, the canonical name, EDNS0 with 1232 bytes. */
-export function buildUpstreamQuery(q: UpstreamQuestion): Buffer {
+let casePool = randomBytes(0);
+/** A random bit, from a pooled CSPRNG read (as query IDs are): one per letter of a 0x20 name. */
+function randomBit(): number {
+  if (casePool.length === 0) casePool = randomBytes(4096);
+  const bit = (casePool[0] as number) & 1;
+  casePool = casePool.subarray(1);
+  return bit;
+}
+
+/**
+ * Our query to an upstream: a fresh random ID, RD, the name (letters in a random case with
+ * `randomCase`, draft-vixie-dnsext-dns0x20), EDNS0 with 1232 bytes.
+ */
+export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buffer {
   const name = writeName(q.name);
   const opt = encodeOptRecord({ udpSize: 1232, dnssecOk: q.dnssecOk });
   const out = Buffer.alloc(HEADER_BYTES + name.length + 4 + opt.length);
@@ -60,6 +71,12 @@ export function buildUpstreamQuery(q: UpstreamQuestion): Buffer {
   out.writeUInt16BE(1, 4);
   out.writeUInt16BE(1, 10);
   name.copy(out, HEADER_BYTES);
+  if (randomCase) {
+    for (let i = HEADER_BYTES; i < HEADER_BYTES + name.length; i++) {
+      const c = out[i] as number;
+      if (c >= 0x61 && c <= 0x7a && randomBit()) out[i] = c - 0x20;
+    }
+  }
   out.writeUInt16BE(q.qtype, HEADER_BYTES + name.length);
   out.writeUInt16BE(q.qclass, HEADER_BYTES + name.length + 2);
   opt.copy(out, HEADER_BYTES + name.length + 4);
@@ -71,6 +88,9 @@ export function buildUpstreamQuery(q: UpstreamQuestion): Buffer {
  * REFUSED: each try has its own random ID and source port, a truncated UDP reply is asked again
  * over TCP, and the whole thing ends by `deadlineMs`. If every server failed but one answered
  * SERVFAIL/REFUSED, that answer is returned; if none answered at all, UpstreamsFailedError.
+ * With 0x20, a reply that does not echo our case is a server that does not preserve case (or a
+ * forgery that guessed port and ID): the server is asked again at once in plain case, and from
+ * then on for an hour (UpstreamStats.caseBlind).
  */
 export async function forwardQuery(
   servers: readonly HostPort[],
@@ -81,20 +101,32 @@ export async function forwardQuery(
   const tried: string[] = [];
   let fallback: Buffer | undefined;
   let lastError: unknown;
+  const { stats } = options;
   for (const server of servers) {
     const id = serverText(server);
     if (options.disabled.has(id)) continue;
     const left = deadline - Date.now();
     if (left <= 0) break;
     tried.push(id);
-    const counters = options.counters.get(id) ?? { queries: 0, failures: 0 };
-    options.counters.set(id, counters);
-    counters.queries++;
-    const timeoutMs = Math.min(options.timeoutMs, left);
-    const onRejected = (reason: RejectReason) => options.onRejected(id, reason);
+    const counts = stats.server(id);
+    counts.queries++;
+    const onRejected = (reason: RejectReason) => stats.rejected(id, reason);
     const started = performance.now();
     try {
-      let reply = await options.exchangeUdp(server, buildUpstreamQuery(q), { timeoutMs, onRejected });
+      let randomCase = options.randomCase && !stats.isCaseBlind(id, options.now());
+      let query = buildUpstreamQuery(q, randomCase);
+      const exchange = { timeoutMs: Math.min(options.timeoutMs, left), onRejected };
+      let reply = await options.exchangeUdp(server, query, exchange);
+      if (randomCase && compareQuestion(reply, query, questionEndOf(query)) === 'case') {
+        stats.rejected(id, 'case');
+        stats.markCaseBlind(id, options.now());
+        randomCase = false;
+        query = buildUpstreamQuery(q);
+        reply = await options.exchangeUdp(server, query, {
+          timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - Date.now())),
+          onRejected,
+        });
+      }
       if ((reply.readUInt16BE(2) & FLAG.TC) !== 0) {
         reply = await exchangeRaw(server, buildUpstreamQuery(q), {
           transport: 'tcp',
@@ -103,17 +135,17 @@ export async function forwardQuery(
         });
       }
       const rcode = reply.readUInt16BE(2) & RCODE_MASK;
-      options.onTry?.(id, rcode, (performance.now() - started) / 1000);
+      stats.tried(id, rcode, (performance.now() - started) / 1000);
       if (rcode === RCODE.SERVFAIL || rcode === RCODE.REFUSED) {
-        counters.failures++;
+        counts.failures++;
         fallback = reply;
         continue;
       }
       return reply;
     } catch (error) {
-      counters.failures++;
+      counts.failures++;
       lastError = error;
-      options.onTry?.(id, undefined, (performance.now() - started) / 1000);
+      stats.tried(id, undefined, (performance.now() - started) / 1000);
     }
   }
   if (fallback) return fallback;

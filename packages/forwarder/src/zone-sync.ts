@@ -20,11 +20,12 @@ export interface ZoneSyncDeps {
   /** Drops every cached entry in the zone; returns how many. */
   flushZone(zone: Fqdn): number;
   log: Logger;
-  hooks?: {
-    onNotify?(result: 'accepted' | 'refused'): void;
-    onTransfer?(result: ZoneChange['kind'] | 'failed'): void;
-    onInvalidated?(entries: number): void;
-  };
+}
+
+/** What zone sync counts: transfers by result, and cache entries dropped because a name changed. */
+export interface ZoneSyncCounts {
+  transfers: Map<ZoneChange['kind'] | 'failed', number>;
+  invalidated: number;
 }
 
 export interface ZoneSync {
@@ -42,6 +43,7 @@ export interface ZoneSync {
   checkAll(): Promise<void>;
   /** Zones pushed, with the serial held. */
   zones(): Array<{ zone: Fqdn; serial: number | undefined }>;
+  readonly counts: ZoneSyncCounts;
 }
 
 interface ZoneState {
@@ -61,6 +63,9 @@ interface ZoneState {
  */
 export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
   const zones = new Map<Fqdn, ZoneState>();
+  const counts: ZoneSyncCounts = { transfers: new Map(), invalidated: 0 };
+  const transferred = (result: ZoneChange['kind'] | 'failed') =>
+    counts.transfers.set(result, (counts.transfers.get(result) ?? 0) + 1);
 
   const zoneFor = (name: Fqdn): [Fqdn, ZoneState] | undefined => {
     let best: [Fqdn, ZoneState] | undefined;
@@ -78,13 +83,13 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         const serial = await deps.soaSerial(server, zone);
         state.epoch++;
         const dropped = deps.flushZone(zone);
-        deps.hooks?.onInvalidated?.(dropped);
+        counts.invalidated += dropped;
         state.serial = serial;
         deps.log.info('zone pushed: cached answers follow its changes', { zone, serial, dropped });
         return true;
       }
       const change = await deps.transfer(server, zone, state.serial);
-      deps.hooks?.onTransfer?.(change.kind);
+      transferred(change.kind);
       let dropped = 0;
       if (change.kind === 'full') {
         state.epoch++;
@@ -100,11 +105,11 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         state.epoch++;
         dropped = deps.evictNames(names);
       }
-      if (dropped) deps.hooks?.onInvalidated?.(dropped);
+      counts.invalidated += dropped;
       state.serial = change.serial;
       return true;
     } catch (error) {
-      deps.hooks?.onTransfer?.('failed');
+      transferred('failed');
       deps.log.warn('zone transfer failed; the next NOTIFY or SOA check tries again', { zone, err: error });
       return false;
     }
@@ -128,13 +133,10 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
   };
 
   return {
+    counts,
     async notify(zone, source) {
       const plain = source.replace(/^::ffff:/, '');
-      if (!deps.allowedSources(zone).includes(plain)) {
-        deps.hooks?.onNotify?.('refused');
-        return 'refused';
-      }
-      deps.hooks?.onNotify?.('accepted');
+      if (!deps.allowedSources(zone).includes(plain)) return 'refused';
       let state = zones.get(zone);
       if (!state) {
         state = { serial: undefined, epoch: 0, syncing: undefined, again: false };

@@ -3,9 +3,12 @@ import { query, replyTo, waitFor } from '@cluster-dns/testkit';
 import {
   buildBareResponse,
   buildNotify,
+  buildQueryMessage,
   decodeMessage,
+  encodeMessage,
   HEADER_BYTES,
   type ParsedQuery,
+  parseQuery,
   QTYPE,
   RCODE,
   type Rr,
@@ -72,6 +75,38 @@ describe('upstream faults: failing servers', () => {
 });
 
 describe('upstream faults: forged replies', () => {
+  it('gives an attacker who learns our source ports nothing: forged replies sprayed at them reach no socket of ours', async () => {
+    const up = await upstream({ records: { 'victim.example.org.': [A('192.0.2.10')] }, negativeTtl: 0 });
+    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=30s', '--forward-deadline=30s']);
+    // The attacker asks names of a domain it controls through us, and reads the source ports.
+    for (let i = 0; i < 20; i++) await f.query(`n${i}.attacker.example.org`, QTYPE.A);
+    const learned = new Set(up.queries.map((q) => q.port));
+    expect(learned.size).toBe(20);
+    // A victim's question goes out; the upstream holds it while the attacker sprays forged answers,
+    // a thousand IDs at each learned port. A port of ours still open would see them (and count them).
+    up.set({ hold: true });
+    const victim = f.query('victim.example.org', QTYPE.A, { timeoutMs: 30_000 });
+    await waitFor(() => up.held() === 1, { what: 'the victim question held upstream', seen: () => up.held() });
+    const victimPort = up.queries.at(-1)?.port as number;
+    expect(learned.has(victimPort)).toBe(false);
+    const sprayer = await rawClient(0);
+    const forged = buildBareResponse(parseQueryOf('victim.example.org'), RCODE.NXDOMAIN);
+    for (const port of learned) {
+      for (let i = 0; i < 1000; i++) {
+        forged.writeUInt16BE((i * 65) & 0xffff, 0);
+        sprayer.sendTo(forged, port);
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    // The spray is out (a barrier: a query answered by the forwarder itself, after it), counted nowhere.
+    await f.stat('hits');
+    expect(f.forwarder.rejectedReplies()).toBe(0);
+    up.release();
+    expect((await victim).answers.map((a) => a.address)).toEqual(['192.0.2.10']);
+    expect((await f.query('victim.example.org', QTYPE.A)).answers.map((a) => a.address)).toEqual(['192.0.2.10']);
+    sprayer.close();
+  });
+
   it('takes none of 65,536 forged replies sprayed at an outstanding query, and counts them', async () => {
     const up = await upstream({ records, spoof: 'spray' });
     const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=3s', '--forward-deadline=4s']);
@@ -81,7 +116,7 @@ describe('upstream faults: forged replies', () => {
     // Loopback keeps most of the burst; what the kernel dropped never reached us at all.
     expect(f.forwarder.rejectedReplies()).toBeGreaterThan(10_000);
     const text = await metricsOf(f.metricsPort);
-    expect(metric(text, 'clusterdns_forwarder_rejected_replies_total{reason="stray"}')).toBeGreaterThan(10_000);
+    expect(metric(text, 'clusterdns_forwarder_rejected_replies_total{reason="source"}')).toBeGreaterThan(10_000);
     // The cached answer is the real one.
     expect((await f.query('a.example.org', QTYPE.A)).answers.map((a) => a.address)).toEqual(['192.0.2.1']);
     expect(up.queries).toHaveLength(1);
@@ -336,9 +371,14 @@ async function rawClient(port: number) {
         socket.send(q, port, '127.0.0.1');
       });
     },
+    /** Sends a message as it is to another port on loopback (a spray, a forgery). */
+    sendTo: (message: Buffer, to: number) => socket.send(message, to, '127.0.0.1'),
     close: () => socket.close(),
   };
 }
+
+/** A question as our forwarder asks it upstream, parsed (to forge an answer to it). */
+const parseQueryOf = (name: string) => parseQuery(encodeMessage(buildQueryMessage(0, name, QTYPE.A)));
 
 describe('hostile octets in names', () => {
   it('logs a name with NUL, dot, space and high octets escaped, and puts no query name in a metric label', async () => {

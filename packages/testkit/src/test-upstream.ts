@@ -72,6 +72,8 @@ export interface SeenQuery {
   type: number;
   transport: 'udp' | 'tcp';
   id: number;
+  /** The source port it came from: what an attacker controlling a name learns of its asker. */
+  port: number;
 }
 
 export interface TestUpstream {
@@ -172,7 +174,13 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
   };
 
   const handle = async ({ query: q, context }: DnsRequest): Promise<Reply> => {
-    queries.push({ name: q.qname.toLowerCase(), type: q.qtype, transport: context.transport, id: q.id });
+    queries.push({
+      name: q.qname.toLowerCase(),
+      type: q.qtype,
+      transport: context.transport,
+      id: q.id,
+      port: context.remotePort,
+    });
     if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
     if (options.hold) {
       held++;

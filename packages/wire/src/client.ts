@@ -1,18 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { FLAG, HEADER_BYTES, RCODE, RCODE_MASK } from './constants.js';
+import { FLAG, HEADER_BYTES, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError } from './errors.js';
 import { buildQueryMessage, type DecodedMessage, decodeMessage, encodeMessage } from './message.js';
-import { readName } from './names-on-wire.js';
+import { checkReply, compareQuestion, questionEndOf, type RejectReason } from './reply-check.js';
 import type { Transport } from './response.js';
 
 export interface DnsServer {
   readonly host: string;
   readonly port: number;
 }
-
-export type RejectReason = 'source' | 'id' | 'question' | 'not-a-response';
 
 export interface ExchangeOptions {
   transport?: Transport;
@@ -30,19 +28,6 @@ export function randomQueryId(): number {
   return id;
 }
 
-/** Question section of a message, lowercased, for comparing a reply with its query. */
-export function questionKey(message: Buffer): string | undefined {
-  try {
-    if (message.readUInt16BE(4) !== 1) return undefined;
-    const { name, end } = readName(message, HEADER_BYTES);
-    if (end + 4 > message.length) return undefined;
-    return `${name.toLowerCase()}/${message.readUInt16BE(end)}/${message.readUInt16BE(end + 2)}`;
-  } catch {
-    // A reply whose question cannot be read does not match any query.
-    return undefined;
-  }
-}
-
 /**
  * Sends one raw query and returns the raw reply. Over UDP it uses a fresh socket (a random source
  * port) and accepts only a reply from the server asked, with the query's ID and question.
@@ -56,8 +41,7 @@ export function exchangeRaw(server: DnsServer, query: Buffer, options: ExchangeO
 
 function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
   const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}`, timeoutMs);
-  const expectedId = query.readUInt16BE(0);
-  const expectedQuestion = questionKey(query);
+  const queryEnd = questionEndOf(query);
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4');
     let done = false;
@@ -72,7 +56,7 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
     socket.on('error', (error) => finish(error));
     socket.on('message', (reply, rinfo) => {
-      const reason = checkReply(reply, expectedId, expectedQuestion);
+      const reason = checkReply(reply, query, queryEnd);
       const fromServer = rinfo.address === server.host && rinfo.port === server.port;
       if (!fromServer) options.onRejected?.('source');
       else if (reason) options.onRejected?.(reason);
@@ -87,26 +71,11 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
   });
 }
 
-const NO_QUESTION_RCODES = new Set<number>([RCODE.FORMERR, RCODE.SERVFAIL, RCODE.NOTIMP, RCODE.REFUSED]);
-
-/** Why a reply does not answer the query with this ID and question, or undefined when it does. */
-export function checkReply(reply: Buffer, id: number, question: string | undefined): RejectReason | undefined {
-  if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0) return 'not-a-response';
-  if (reply.readUInt16BE(0) !== id) return 'id';
-  // A server that could not read the question (FORMERR, NOTIMP) or will not answer it may leave
-  // it out; such a reply is a failure, accepted on the ID alone. An answer or a denial without
-  // the question proves nothing about what it answers (RFC 5452 §9.1).
-  const rcode = reply.readUInt16BE(2) & RCODE_MASK;
-  if (reply.readUInt16BE(4) === 0 && NO_QUESTION_RCODES.has(rcode)) return undefined;
-  if (questionKey(reply) !== question) return 'question';
-  return undefined;
-}
-
 function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
-  const expectedQuestion = questionKey(query);
+  const queryEnd = questionEndOf(query);
   let first: Buffer | undefined;
   return tcpMessages(server, query, timeoutMs, (reply) => {
-    const reason = checkReply(reply, query.readUInt16BE(0), expectedQuestion);
+    const reason = checkReply(reply, query, queryEnd);
     if (reason) {
       options.onRejected?.(reason);
       return false;
@@ -128,11 +97,15 @@ export function transferTcp(
   options: { timeoutMs?: number; onMessage(reply: Buffer): boolean },
 ): Promise<void> {
   const id = query.readUInt16BE(0);
-  const question = questionKey(query);
+  const queryEnd = questionEndOf(query);
   return tcpMessages(server, query, options.timeoutMs ?? 5000, (reply) => {
     if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0 || reply.readUInt16BE(0) !== id)
       return false;
-    if (reply.readUInt16BE(4) > 0 && (reply.readUInt16BE(2) & RCODE_MASK) === 0 && questionKey(reply) !== question)
+    if (
+      reply.readUInt16BE(4) > 0 &&
+      (reply.readUInt16BE(2) & RCODE_MASK) === 0 &&
+      compareQuestion(reply, query, queryEnd) === 'other'
+    )
       return false;
     return options.onMessage(reply);
   });

@@ -1,12 +1,9 @@
 export {
-  checkReply,
   type DnsServer,
   type ExchangeOptions,
   exchangeRaw,
   type QueryOptions,
   queryDns,
-  questionKey,
-  type RejectReason,
   randomQueryId,
   transferTcp,
 } from './client.js';
@@ -104,6 +101,7 @@ export type {
   SrvRecord,
   TxtRecord,
 } from './records.js';
+export { checkReply, compareQuestion, questionEndOf, type RejectReason } from './reply-check.js';
 export {
   type BareResponseOptions,
   buildBareResponse,
@@ -113,10 +111,11 @@ export {
   type TemplatePatch,
   type Transport,
 } from './response.js';
-export { type ScannedRecord, type ScannedResponse, scanResponse, stripOpt } from './response-scan.js';
+export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
+export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply } from './truncate.js';
-export { createUdpPool, type UdpPool, type UdpPoolOptions } from './udp-pool.js';
+export { createUpstreamUdp, type UpstreamUdp } from './upstream-udp.js';
 export {
   buildIxfrQuery,
   buildNotify,

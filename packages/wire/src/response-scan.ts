@@ -81,11 +81,18 @@ export function scanResponse(msg: Buffer): ScannedResponse {
   };
 }
 
-/** The reply without its OPT record (EDNS is per hop: each client gets its own). */
-export function stripOpt(msg: Buffer, scanned: ScannedResponse): Buffer {
+/**
+ * A copy of the reply without its OPT record, its scan still right for it: what a forwarder keeps
+ * of an upstream's reply, after one walk. The OPT is last in every reply we know of; should records
+ * follow it, they are left out too, not moved: their names may point at each other, and additional
+ * records are optional (RFC 2181 §9).
+ */
+export function copyWithoutOpt(msg: Buffer, scanned: ScannedResponse): { wire: Buffer; scanned: ScannedResponse } {
   const opt = scanned.opt;
-  if (!opt) return msg;
-  const out = Buffer.concat([msg.subarray(0, opt.start), msg.subarray(opt.end)]);
-  out.writeUInt16BE(out.readUInt16BE(10) - 1, 10);
-  return out;
+  if (!opt) return { wire: Buffer.from(msg), scanned };
+  const wire = Buffer.allocUnsafe(opt.start);
+  msg.copy(wire, 0, 0, opt.start);
+  const records = scanned.records.filter((r) => r.start < opt.start);
+  wire.writeUInt16BE(records.filter((r) => r.section === 'additional').length, 10);
+  return { wire, scanned: { ...scanned, records, opt: undefined } };
 }

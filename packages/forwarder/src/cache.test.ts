@@ -1,0 +1,81 @@
+import { buildQueryMessage, encodeMessage, type Fqdn, parseQuery, QTYPE, RCODE, toFqdn } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { type CachePolicy, cacheIdOf, cacheKeyOf, cacheTtlOf, ReplyCache, toCachedReply } from './cache.js';
+import { resolvedAnswer, testRoute } from './test-chain.js';
+
+const policy: CachePolicy = { negativeCache: true, negTtlSeconds: 0, minCacheTtlSeconds: 0, maxCacheTtlSeconds: 0 };
+const queryOf = (name: string, qtype: number = QTYPE.A, dnssecOk = false) =>
+  parseQuery(encodeMessage(buildQueryMessage(1, name, qtype, dnssecOk ? { edns: { udpSize: 1232, dnssecOk } } : {})));
+/** An entry for `name`, stored at `nowMs`, through the route `routeId`. */
+const entryFor = (name: string, nowMs: number, routeId = '.>upstream', ttl = 60) => {
+  const r = resolvedAnswer(`${name}.`, QTYPE.A, { address: '192.0.2.1', ttl });
+  return toCachedReply(cacheKeyOf(queryOf(name)), r.wire, r.scanned, ttl, { ...testRoute(), id: routeId }, nowMs);
+};
+
+describe('the reply cache, without sockets', () => {
+  it('keys on name, type, class and the DO bit, in canonical case', () => {
+    expect(cacheIdOf(queryOf('WWW.example.org'))).toBe(cacheIdOf(queryOf('www.EXAMPLE.org')));
+    expect(cacheIdOf(queryOf('www.example.org', QTYPE.AAAA))).not.toBe(cacheIdOf(queryOf('www.example.org')));
+    expect(cacheIdOf(queryOf('www.example.org', QTYPE.A, true))).not.toBe(cacheIdOf(queryOf('www.example.org')));
+    expect(cacheKeyOf(queryOf('WWW.example.org')).name).toBe('www.example.org.');
+  });
+
+  it('counts the remaining TTL down, keeps an expired entry for serve-stale, then drops it', () => {
+    let now = 0;
+    const cache = new ReplyCache(10, () => now, 100);
+    cache.set(entryFor('a.example.org', now));
+    const id = cacheIdOf(queryOf('a.example.org'));
+    now = 12_500;
+    expect(cache.get(id)).toMatchObject({ remainingSeconds: 48, stale: false });
+    now = 70_000;
+    expect(cache.get(id)).toMatchObject({ remainingSeconds: 0, stale: true });
+    now = 170_000;
+    expect(cache.get(id)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('pushes out the least recently used entry at the size bound, counting only live ones', () => {
+    const cache = new ReplyCache(2, () => 0);
+    for (const n of ['a', 'b']) cache.set(entryFor(`${n}.example.org`, 0));
+    cache.get(cacheIdOf(queryOf('a.example.org')));
+    cache.set(entryFor('c.example.org', 0));
+    expect(cache.get(cacheIdOf(queryOf('b.example.org')))).toBeUndefined();
+    expect(cache.counts).toEqual({ insertions: 3, evictions: 1, denialEvictions: 0 });
+  });
+
+  it('drops by name, by zone and by route, each exactly the entries it names', () => {
+    const cache = new ReplyCache(10, () => 0);
+    cache.set(entryFor('a.shop.svc.cluster.local', 0, 'cluster.local.>server'));
+    cache.set(entryFor('b.shop.svc.cluster.local', 0, 'cluster.local.>server'));
+    cache.set(entryFor('www.example.org', 0));
+    expect(cache.evictNames([toFqdn('a.shop.svc.cluster.local')])).toBe(1);
+    expect(cache.flushZone(toFqdn('cluster.local'))).toBe(1);
+    expect(cache.size).toBe(1);
+    expect(cache.dropStale((name: Fqdn) => (name === 'www.example.org.' ? '.>upstream' : 'x'))).toBe(0);
+    expect(cache.dropStale(() => 'moved')).toBe(1);
+    expect(cache.size).toBe(0);
+  });
+
+  it.each([
+    ['an answer: its smallest TTL', { address: '192.0.2.1', ttl: 300 }, policy, 300],
+    ['an NXDOMAIN: the SOA minimum', { rcode: RCODE.NXDOMAIN, soaMinimum: 120 }, policy, 120],
+    [
+      'an NXDOMAIN with --no-negcache: not kept',
+      { rcode: RCODE.NXDOMAIN, soaMinimum: 120 },
+      { ...policy, negativeCache: false },
+      undefined,
+    ],
+    ['an NXDOMAIN without an SOA: not kept', { rcode: RCODE.NXDOMAIN }, policy, undefined],
+    ['SERVFAIL: never kept', { rcode: RCODE.SERVFAIL }, policy, undefined],
+    [
+      'an answer with --max-cache-ttl 60',
+      { address: '192.0.2.1', ttl: 300 },
+      { ...policy, maxCacheTtlSeconds: 60 },
+      60,
+    ],
+    ['an answer asking a year: 7 days (RFC 8767)', { address: '192.0.2.1', ttl: 31_536_000 }, policy, 604_800],
+  ] as const)('keeps %s', (_what, answer, p, ttl) => {
+    const r = resolvedAnswer('x.example.org.', QTYPE.A, answer);
+    expect(cacheTtlOf(r.wire, r.scanned, p)).toBe(ttl);
+  });
+});

@@ -1,0 +1,89 @@
+import { createSilentLogger } from '@cluster-dns/runtime';
+import { HEADER_BYTES, QTYPE, RCODE } from '@cluster-dns/wire';
+import { describe, expect, it } from 'vitest';
+import { ForwardStage } from './forward-stage.js';
+import { askThrough, requestFor } from './test-chain.js';
+import { fakeUpstreams, routesOf } from './test-upstreams.js';
+import type { ForwardOptions } from './upstream.js';
+
+const A = (name: string, address: string) => ({ name, type: QTYPE.A, class: 1, ttl: 60, address }) as const;
+
+function forwardUnderTest(forward: ForwardOptions, flags: string[], forwardMax = 150) {
+  const routes = routesOf(...flags);
+  const stage = new ForwardStage({
+    routes: () => routes,
+    forwardMax,
+    forward,
+    log: createSilentLogger(),
+    logQueries: false,
+  });
+  return { stage, ask: askThrough((request) => stage.serve(request)) };
+}
+
+describe('the forward stage, without sockets', () => {
+  it('answers from the route’s server and leaves the normalised answer for the cache', async () => {
+    const up = fakeUpstreams(() => ({ answers: [A('www.example.org.', '192.0.2.9')] }));
+    const { stage } = forwardUnderTest(up.options(), ['192.0.2.53']);
+    const request = requestFor('WWW.Example.org');
+    const reply = (await stage.serve(request)) as Buffer;
+    expect(reply.readUInt16BE(0)).toBe(7);
+    // The asker's spelling in its reply; the cache's copy has ID 0, our canonical case, no OPT, AA clear.
+    expect(reply.subarray(HEADER_BYTES, HEADER_BYTES + 17).toString('latin1')).toContain('WWW');
+    const resolved = request.resolved;
+    expect(resolved?.wire.readUInt16BE(0)).toBe(0);
+    expect(resolved?.wire.subarray(HEADER_BYTES, HEADER_BYTES + 17).toString('latin1')).toBe(
+      '\x03www\x07example\x03org\x00',
+    );
+    expect(resolved?.scanned.opt).toBeUndefined();
+    expect((resolved?.wire.readUInt16BE(2) ?? 0) & 0x0400).toBe(0);
+    expect(resolved?.route.kind).toBe('upstream');
+  });
+
+  it('answers NXDOMAIN itself for a --server=/domain/ without servers, asking nobody', async () => {
+    const up = fakeUpstreams(() => ({}));
+    const { ask } = forwardUnderTest(up.options(), ['/blocked.example.org/', '192.0.2.53']);
+    expect((await ask('x.blocked.example.org')).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(up.sent).toHaveLength(0);
+  });
+
+  it('answers SERVFAIL when no server answered, and leaves nothing for the cache', async () => {
+    const up = fakeUpstreams(() => 'silent');
+    const { stage } = forwardUnderTest(up.options(), ['192.0.2.53']);
+    const request = requestFor('down.example.org');
+    const reply = (await stage.serve(request)) as Buffer;
+    expect(reply.readUInt16BE(2) & 0xf).toBe(RCODE.SERVFAIL);
+    expect(request.resolved).toBeUndefined();
+  });
+
+  it('refuses at once past --dns-forward-max questions in flight, counted', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const up = fakeUpstreams(() => ({ answers: [A('one.example.org.', '192.0.2.9')] }));
+    const slow = up.options();
+    const exchange = slow.exchangeUdp;
+    slow.exchangeUdp = async (...args) => {
+      await gate;
+      return exchange(...args);
+    };
+    const { stage, ask } = forwardUnderTest(slow, ['192.0.2.53'], 1);
+    const first = ask('one.example.org');
+    const second = stage.serve(requestFor('two.example.org'));
+    expect(Buffer.isBuffer(second)).toBe(true);
+    expect((second as Buffer).readUInt16BE(2) & 0xf).toBe(RCODE.REFUSED);
+    expect(stage.maxConcurrentRejects).toBe(1);
+    expect(stage.inFlight()).toBe(1);
+    release();
+    expect((await first).answers).toHaveLength(1);
+    await stage.settled();
+    expect(stage.inFlight()).toBe(0);
+  });
+
+  it('asks the upstreams again for a reverse name the cluster does not know (kube-dns falls through)', async () => {
+    const up = fakeUpstreams((server) => (server === '127.0.0.1#10053' ? { rcode: RCODE.NXDOMAIN } : { answers: [] }));
+    const { ask } = forwardUnderTest(up.options(), ['/in-addr.arpa/127.0.0.1#10053', '192.0.2.53']);
+    expect((await ask('9.2.0.192.in-addr.arpa', QTYPE.PTR)).flags.rcode).toBe(RCODE.NOERROR);
+    expect(up.sent.map((s) => s.server)).toEqual(['127.0.0.1#10053', '192.0.2.53#53']);
+  });
+});
