@@ -35,6 +35,14 @@ export function createSidecarMetrics(registry: Registry, namespace: string, prob
   });
   const probeLatency = new Map<string, Histogram>();
   const probeErrors = new Map<string, Counter>();
+  // kube-dns names a counter per probe; one counter labelled by probe is what an alert can rate()
+  // over all probes (rate() drops the metric name, and two probes' series would then collide).
+  const failures = new Counter({
+    name: 'clusterdns_sidecar_probe_errors_total',
+    help: 'Failed DNS probes, by probe label (the sum of the kube-dns per-probe counters).',
+    labelNames: ['probe'],
+    registers: [registry],
+  });
   for (const p of probes) {
     probeLatency.set(
       p.label,
@@ -66,6 +74,7 @@ export function createSidecarMetrics(registry: Registry, namespace: string, prob
     },
     probeFailed(label: string): void {
       probeErrors.get(label)?.inc();
+      failures.labels(label).inc();
     },
   };
 }
