@@ -88,9 +88,8 @@ export class CacheStage implements Stage<ForwarderRequest> {
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     const q = request.query;
-    const id = cacheIdOf(q);
-    const hit = this.deps.cache.get(id);
-    if (hit === undefined || hit.stale) return this.miss(request, id, hit, next);
+    const hit = this.deps.cache.lookup(q);
+    if (hit === undefined || hit.stale) return this.miss(request, cacheIdOf(q), hit, next);
     const { entry } = hit;
     this.counts.hits++;
     if (entry.denial) this.counts.denialHits++;
@@ -102,9 +101,9 @@ export class CacheStage implements Stage<ForwarderRequest> {
         from: request.context.remoteAddress,
         answer: 'cached',
       });
-    if (this.shouldPrefetch(hit, id)) {
+    if (this.shouldPrefetch(hit)) {
       this.counts.prefetches++;
-      void this.ask(request, id, next);
+      void this.ask(request, hit.entry.key.id, next);
     }
     return finishFromTemplate(entry.wire, q, request.limitBytes, {
       ttlOffsets: hit.remainingSeconds === entry.ttlSeconds ? undefined : entry.ttlOffsets,
@@ -113,13 +112,13 @@ export class CacheStage implements Stage<ForwarderRequest> {
     });
   }
 
-  private shouldPrefetch(hit: CacheHit, id: string): boolean {
+  private shouldPrefetch(hit: CacheHit): boolean {
     const { prefetchHits } = this.deps;
     return (
       prefetchHits > 0 &&
       hit.entry.hits >= prefetchHits &&
       hit.remainingSeconds <= Math.max(1, Math.floor(hit.entry.ttlSeconds / 10)) &&
-      !this.inflight.has(id)
+      !this.inflight.has(hit.entry.key.id)
     );
   }
 

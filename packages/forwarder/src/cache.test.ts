@@ -24,22 +24,23 @@ describe('the reply cache, without sockets', () => {
     let now = 0;
     const cache = new ReplyCache(10, () => now, 100);
     cache.set(entryFor('a.example.org', now));
-    const id = cacheIdOf(queryOf('a.example.org'));
+    const q = queryOf('a.example.org');
     now = 12_500;
-    expect(cache.get(id)).toMatchObject({ remainingSeconds: 48, stale: false });
+    expect(cache.lookup(q)).toMatchObject({ remainingSeconds: 48, stale: false });
     now = 70_000;
-    expect(cache.get(id)).toMatchObject({ remainingSeconds: 0, stale: true });
+    expect(cache.lookup(q)).toMatchObject({ remainingSeconds: 0, stale: true });
     now = 170_000;
-    expect(cache.get(id)).toBeUndefined();
+    expect(cache.lookup(q)).toBeUndefined();
     expect(cache.size).toBe(0);
   });
 
   it('pushes out the least recently used entry at the size bound, counting only live ones', () => {
     const cache = new ReplyCache(2, () => 0);
     for (const n of ['a', 'b']) cache.set(entryFor(`${n}.example.org`, 0));
-    cache.get(cacheIdOf(queryOf('a.example.org')));
+    cache.lookup(queryOf('a.example.org'));
     cache.set(entryFor('c.example.org', 0));
-    expect(cache.get(cacheIdOf(queryOf('b.example.org')))).toBeUndefined();
+    expect(cache.lookup(queryOf('b.example.org'))).toBeUndefined();
+    expect(cache.lookup(queryOf('a.example.org'))).toBeDefined();
     expect(cache.counts).toEqual({ insertions: 3, evictions: 1, denialEvictions: 0 });
   });
 

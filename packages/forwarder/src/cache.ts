@@ -1,11 +1,14 @@
 import {
   type Fqdn,
+  HEADER_BYTES,
   isInZone,
+  nameHashOf,
   type ParsedQuery,
   QTYPE,
   RCODE,
   readName,
   type ScannedResponse,
+  sameNameOctets,
   toFqdn,
 } from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
@@ -33,6 +36,10 @@ export function cacheKeyOf(q: ParsedQuery): CacheKey {
 /** One cached reply: wire bytes (ID 0, no OPT, every TTL set to the entry's TTL) and where its TTLs are. */
 export interface CachedReply {
   readonly key: CacheKey;
+  /** Hash of the question name's canonical octets (wire's nameHashOf), what a hit looks it up by. */
+  readonly nameHash: number;
+  /** Offset just past the question's name in `wire` (its octets start after the header). */
+  readonly nameEnd: number;
   readonly wire: Buffer;
   readonly ttlOffsets: readonly number[];
   readonly ttlSeconds: number;
@@ -121,8 +128,11 @@ export function toCachedReply(
   const names = new Set<Fqdn>([key.name]);
   for (const r of scanned.records) if (r.section !== 'authority') names.add(toFqdn(readName(reply, r.start).name));
   const denial = scanned.rcode === RCODE.NXDOMAIN || !scanned.records.some((r) => r.section === 'answer');
+  const nameEnd = scanned.questionEnd - 4;
   return {
     key,
+    nameHash: nameHashOf(wire, HEADER_BYTES, nameEnd),
+    nameEnd,
     wire,
     ttlOffsets,
     ttlSeconds,
@@ -144,6 +154,12 @@ export function toCachedReply(
 export class ReplyCache {
   private readonly lru: LRUCache<string, CachedReply> | undefined;
   private readonly byName = new Map<Fqdn, Set<CachedReply>>();
+  /**
+   * Entries by the hash of their question name: a hit is looked up by the hash the query's parse
+   * made and its octets compared, so no string is made per query (the LRU's own key is made
+   * once, when the entry is).
+   */
+  private readonly byQuestion = new Map<number, CachedReply[]>();
   private denials = 0;
   readonly counts: CacheCounts = { insertions: 0, evictions: 0, denialEvictions: 0 };
 
@@ -182,14 +198,24 @@ export class ReplyCache {
     return entry.ttlSeconds - Math.floor((this.now() - entry.storedAtMs) / 1000);
   }
 
-  /** The entry for a query's cacheIdOf and its remaining TTL, or undefined when absent or past serving. */
-  get(id: string): CacheHit | undefined {
-    const entry = this.lru?.get(id);
-    if (!entry) return undefined;
-    const remainingSeconds = this.remainingSeconds(entry);
-    if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
-    if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
-    this.lru?.delete(id);
+  /** The entry answering this query and its remaining TTL, or undefined when absent or past serving. */
+  lookup(q: ParsedQuery): CacheHit | undefined {
+    const candidates = this.byQuestion.get(q.nameHash);
+    if (candidates === undefined) return undefined;
+    const dnssecOk = q.edns?.dnssecOk === true;
+    const nameEnd = q.questionEnd - 4;
+    for (const entry of candidates) {
+      const { key } = entry;
+      if (key.qtype !== q.qtype || key.qclass !== q.qclass || key.dnssecOk !== dnssecOk) continue;
+      if (entry.nameEnd !== nameEnd || !sameNameOctets(entry.wire, q.raw, HEADER_BYTES, nameEnd)) continue;
+      // Through the LRU, so the entry counts as used.
+      this.lru?.get(key.id);
+      const remainingSeconds = this.remainingSeconds(entry);
+      if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
+      if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
+      this.lru?.delete(key.id);
+      return undefined;
+    }
     return undefined;
   }
 
@@ -198,6 +224,9 @@ export class ReplyCache {
     this.lru.set(entry.key.id, entry);
     if (this.lru.peek(entry.key.id) !== entry) return;
     if (entry.denial) this.denials++;
+    const sameHash = this.byQuestion.get(entry.nameHash);
+    if (sameHash) sameHash.push(entry);
+    else this.byQuestion.set(entry.nameHash, [entry]);
     for (const name of entry.names) {
       let entries = this.byName.get(name);
       if (!entries) {
@@ -236,6 +265,12 @@ export class ReplyCache {
   }
 
   private untag(entry: CachedReply): void {
+    const sameHash = this.byQuestion.get(entry.nameHash);
+    if (sameHash) {
+      const at = sameHash.indexOf(entry);
+      if (at >= 0) sameHash.splice(at, 1);
+      if (sameHash.length === 0) this.byQuestion.delete(entry.nameHash);
+    }
     for (const name of entry.names) {
       const entries = this.byName.get(name);
       entries?.delete(entry);

@@ -129,9 +129,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       }),
     version: VERSION,
   }));
-  const chain = chainStages<ForwarderRequest>(
-    [notify, chaos, new LoopGuardStage((name) => loops.isProbe(name)), cacheStage],
-    (request) => forward.serve(request),
+  const chain = chainStages<ForwarderRequest>([notify, chaos, new LoopGuardStage(loops), cacheStage], (request) =>
+    forward.serve(request),
   );
 
   const metrics = createForwarderMetrics(registry, {

@@ -13,6 +13,8 @@ import { buildUpstreamQuery } from './upstream.js';
 export function createLoopDetector(deps: { log: Logger; disabled: Set<string> }) {
   const probes = new Map<Fqdn, string>();
   return {
+    /** Probes are out: until then no query can be one. */
+    outstanding: () => probes.size > 0,
     isProbe(name: Fqdn): boolean {
       // Every query passes here; only while probes are out is there anything to look up.
       if (probes.size === 0) return false;

@@ -7,10 +7,13 @@ import type { Registry } from 'prom-client';
  * per hit). Here a query costs a map lookup and a few additions.
  */
 export class LabelledCounts {
-  private readonly counts = new Map<string, { labels: Record<string, string>; value: number }>();
+  private readonly counts = new Map<string | number, { labels: Record<string, string>; value: number }>();
 
-  /** Adds one to the series `key` (a cheap string the caller builds), made with `labels()` once. */
-  inc(key: string, labels: () => Record<string, string>): void {
+  /**
+   * Adds one to the series `key` (a cheap string the caller builds, or better a number: no string
+   * made or hashed per query), made with `labels()` once.
+   */
+  inc(key: string | number, labels: () => Record<string, string>): void {
     const entry = this.counts.get(key);
     if (entry) entry.value++;
     else this.counts.set(key, { labels: labels(), value: 1 });
@@ -26,11 +29,14 @@ export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 16 }, (_
 
 /** A histogram per label set, bucketed by hand; `registerHistogram` shows it to a registry. */
 export class HistogramStore {
-  private readonly series = new Map<string, { labels: Record<string, string>; buckets: Float64Array; sum: number }>();
+  private readonly series = new Map<
+    string | number,
+    { labels: Record<string, string>; buckets: Float64Array; sum: number }
+  >();
 
   constructor(readonly bounds: readonly number[] = DURATION_BUCKETS) {}
 
-  observe(key: string, labels: () => Record<string, string>, value: number): void {
+  observe(key: string | number, labels: () => Record<string, string>, value: number): void {
     let s = this.series.get(key);
     if (!s) {
       s = { labels: labels(), buckets: new Float64Array(this.bounds.length + 1), sum: 0 };
@@ -71,4 +77,21 @@ export function registerHistogram(registry: Registry, name: string, help: string
     get: async () => ({ name, help, type: 'histogram', aggregator: 'sum', values: store.values(name) }),
     reset: () => {},
   } as unknown as Parameters<Registry['registerMetric']>[0]);
+}
+
+const typeIndexes = new Int32Array(65536).fill(-1);
+const typeNames: string[] = [];
+/**
+ * A query type's metric label as a small number (the same for every type labelled "other"): what
+ * a per-query series is keyed by, without a string made or hashed per query.
+ */
+export function typeIndexOf(qtype: number, label: (qtype: number) => string): number {
+  let index = typeIndexes[qtype] as number;
+  if (index < 0) {
+    const name = label(qtype);
+    index = typeNames.indexOf(name);
+    if (index < 0) index = typeNames.push(name) - 1;
+    typeIndexes[qtype] = index;
+  }
+  return index;
 }

@@ -50,7 +50,7 @@ describe('the loop guard stage', () => {
   it('refuses our own loop probes instead of forwarding them again, and passes the rest on', async () => {
     reached.length = 0;
     const probe = toFqdn('abc.loop-check.cluster-dns.invalid');
-    const stage = new LoopGuardStage((name) => name === probe);
+    const stage = new LoopGuardStage({ outstanding: () => true, isProbe: (name) => name === probe });
     const ask = askThrough(chainStages([stage], end));
     expect((await ask('abc.loop-check.cluster-dns.invalid', QTYPE.TXT)).flags.rcode).toBe(RCODE.REFUSED);
     await expect(ask('www.example.org')).rejects.toThrow(/no single reply/);

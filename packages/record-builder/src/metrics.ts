@@ -216,7 +216,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
       if (!query) return;
       const c = systemChildren(system);
       c.count.inc();
-      c.duration.observe(Number(process.hrtime.bigint() - outcome.startedNs) / 1e9);
+      c.duration.observe(outcome.seconds);
       c.size.observe(reply?.length ?? 0);
       const flags = reply?.readUInt16BE(2) ?? 0;
       // A zone transfer is sent lazily, after this: no first message to read, and not a failure.

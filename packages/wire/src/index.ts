@@ -85,7 +85,7 @@ export {
   type QueryOutcome,
   type Rejection,
 } from './pipeline.js';
-export { type Edns, opcodeOf, type ParsedQuery, parseQuery } from './query.js';
+export { type Edns, nameHashOf, opcodeOf, type ParsedQuery, parseQuery, sameNameOctets } from './query.js';
 export { assembleReply, copyRecord, recordTarget } from './record-copy.js';
 export type {
   AaaaRecord,

@@ -16,11 +16,15 @@ export const MAX_NAME_OCTETS = 255;
 const NEEDS_ESCAPE = new Uint8Array(256);
 for (let c = 0; c < 256; c++) NEEDS_ESCAPE[c] = c < 0x21 || c > 0x7e || c === 0x2e || c === 0x5c ? 1 : 0;
 
-/** True when some octet of msg[start, end) needs an escape. */
-export function labelNeedsEscape(msg: Uint8Array, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) if (NEEDS_ESCAPE[msg[i] as number]) return true;
-  return false;
-}
+/**
+ * Each octet of a label in canonical text form: itself, an ASCII capital lowercased (RFC 4343),
+ * or ESCAPED for one that needs an escape (the name then goes through readName). One lookup per
+ * octet for the question of every query.
+ */
+export const CANONICAL_OCTET = Uint16Array.from({ length: 256 }, (_, c) =>
+  NEEDS_ESCAPE[c] ? 0x100 : c >= 0x41 && c <= 0x5a ? c + 0x20 : c,
+);
+export const ESCAPED = 0x100;
 
 function escapeLabel(msg: Uint8Array, start: number, end: number): string {
   let out = '';

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { EDNS_DEFAULT_UDP_BYTES, FLAG, HEADER_BYTES, OPCODE, QCLASS, QTYPE, RCODE } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import type { QueryContext, RawHandler, Reply } from './listener.js';
@@ -34,8 +35,13 @@ export interface QueryOutcome {
   /** The first message sent back, or undefined when the message was dropped. */
   readonly reply: Buffer | undefined;
   readonly rejected: Rejection | undefined;
-  /** process.hrtime.bigint() when the message arrived (0 when nobody observes). */
-  readonly startedNs: bigint;
+  /**
+   * How long a reply that was not at hand took: from the handler's promise to its settling (an
+   * upstream's answer, a NOTIFY's transfer). 0 for a reply made at once (a cache hit, a refusal):
+   * that takes microseconds of one turn of the event loop, and reading a clock twice for it would
+   * cost more than the rest of a hit's bookkeeping.
+   */
+  readonly seconds: number;
 }
 
 export interface PipelineOptions {
@@ -82,26 +88,30 @@ export function createQueryPipeline(options: PipelineOptions): RawHandler {
     reply: Reply,
     query: ParsedQuery | undefined,
     context: QueryContext,
-    startedNs: bigint,
+    startedMs: number,
     rejected?: Rejection,
   ): Reply => {
     if (observe) {
       // A lazy reply (a zone transfer) is not made yet: observed without its first message.
       const first = Buffer.isBuffer(reply) ? reply : Array.isArray(reply) ? (reply[0] as Buffer) : undefined;
-      observe({ query, context, reply: first, rejected, startedNs });
+      const seconds = startedMs > 0 ? (performance.now() - startedMs) / 1000 : 0;
+      observe({ query, context, reply: first, rejected, seconds });
     }
     return reply;
   };
   const bare = (q: ParsedQuery, rcode: number) =>
     buildBareResponse(q, rcode, { recursionAvailable: ra, udpPayloadBytes });
+  const failed = (error: unknown, query: ParsedQuery, context: QueryContext, startedMs: number) => {
+    logOnce(`handler failed: ${(error as Error)?.message ?? String(error)}`, { err: error, answered: 'SERVFAIL' });
+    return finish(bare(query, RCODE.SERVFAIL), query, context, startedMs, 'handler-error');
+  };
 
   return (raw, context) => {
-    const startedNs = observe ? process.hrtime.bigint() : 0n;
     if (raw.length < HEADER_BYTES) {
       logOnce('shorter than a DNS header', { from: context.remoteAddress, answered: 'dropped' });
-      return finish(undefined, undefined, context, startedNs, 'short');
+      return finish(undefined, undefined, context, 0, 'short');
     }
-    if (raw.readUInt16BE(2) & FLAG.QR) return finish(undefined, undefined, context, startedNs, 'response');
+    if (raw.readUInt16BE(2) & FLAG.QR) return finish(undefined, undefined, context, 0, 'response');
     let query: ParsedQuery | undefined;
     let formatError: QueryFormatError | undefined;
     try {
@@ -113,38 +123,38 @@ export function createQueryPipeline(options: PipelineOptions): RawHandler {
     if (!opcodes.has(opcodeOf(raw))) {
       logOnce(`opcode ${opcodeOf(raw)}`, { answered: 'NOTIMP' });
       const reply = query ? bare(query, RCODE.NOTIMP) : buildHeaderOnlyResponse(raw, RCODE.NOTIMP);
-      return finish(reply, query, context, startedNs, 'opcode');
+      return finish(reply, query, context, 0, 'opcode');
     }
     if (!query) {
       const reason = (formatError as QueryFormatError).message;
       logOnce(reason, { from: context.remoteAddress, answered: 'FORMERR' });
-      return finish(buildHeaderOnlyResponse(raw, RCODE.FORMERR), undefined, context, startedNs, 'malformed');
+      return finish(buildHeaderOnlyResponse(raw, RCODE.FORMERR), undefined, context, 0, 'malformed');
     }
     if (META_TYPES.has(query.qtype)) {
       logOnce(`qtype ${query.qtype} asked`, { answered: 'FORMERR' });
-      return finish(bare(query, RCODE.FORMERR), query, context, startedNs, 'meta-type');
+      return finish(bare(query, RCODE.FORMERR), query, context, 0, 'meta-type');
     }
     if (query.edns && query.edns.version > 0) {
-      return finish(bare(query, RCODE.BADVERS), query, context, startedNs, 'edns-version');
+      return finish(bare(query, RCODE.BADVERS), query, context, 0, 'edns-version');
     }
-    if (!classes.has(query.qclass)) return finish(bare(query, RCODE.REFUSED), query, context, startedNs, 'class');
+    if (!classes.has(query.qclass)) return finish(bare(query, RCODE.REFUSED), query, context, 0, 'class');
     const request: DnsRequest = {
       query,
       context,
       limitBytes: maxResponseBytes(query, context.transport, udpPayloadBytes),
       udpPayloadBytes,
     };
-    const failed = (error: unknown) => {
-      logOnce(`handler failed: ${(error as Error)?.message ?? String(error)}`, { err: error, answered: 'SERVFAIL' });
-      return finish(bare(query, RCODE.SERVFAIL), query, context, startedNs, 'handler-error');
-    };
     let reply: Reply | Promise<Reply>;
     try {
       reply = options.handle(request);
     } catch (error) {
-      return failed(error);
+      return failed(error, query, context, 0);
     }
-    if (reply instanceof Promise) return reply.then((r) => finish(r, query, context, startedNs), failed);
-    return finish(reply, query, context, startedNs);
+    if (!(reply instanceof Promise)) return finish(reply, query, context, 0);
+    const startedMs = observe ? performance.now() : 0;
+    return reply.then(
+      (r) => finish(r, query, context, startedMs),
+      (error: unknown) => failed(error, query, context, startedMs),
+    );
   };
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { QTYPE, RCODE } from './constants.js';
+import { toFqdn } from './fqdn.js';
 import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
-import { parseQuery } from './query.js';
+import { nameHashOf, parseQuery, sameNameOctets } from './query.js';
 import { buildBareResponse, buildHeaderOnlyResponse, finishFromTemplate, maxResponseBytes } from './response.js';
 
 const query = (name: string, type: number, edns?: { udpSize: number; dnssecOk?: boolean }) =>
@@ -99,5 +100,28 @@ describe('responses without a full encode', () => {
     expect(reply?.readUInt16BE(0)).toBe(0xbeef);
     expect((reply?.readUInt16BE(2) ?? 0) & 0x800f).toBe(0x8001);
     expect(buildHeaderOnlyResponse(Buffer.alloc(4), RCODE.FORMERR)).toBeUndefined();
+  });
+});
+
+describe('the question name without a string per query', () => {
+  const raw = (name: string) => encodeMessage(buildQueryMessage(1, name, QTYPE.A));
+  it.each(['www.example.org', 'WwW.ExAmPlE.oRg', 'a\\032B\\000c.example.org', '.'])(
+    'hashes %s as nameHashOf hashes its canonical octets, and makes qname and key on demand',
+    (name) => {
+      const q = parseQuery(raw(name));
+      const lower = raw(name.replace(/[A-Z]/g, (c) => c.toLowerCase()));
+      expect(q.nameHash).toBe(nameHashOf(raw(name), 12, q.questionEnd - 4));
+      expect(q.nameHash).toBe(parseQuery(lower).nameHash);
+      expect(sameNameOctets(raw(name), lower, 12, q.questionEnd - 4)).toBe(true);
+      expect(q.qname).toBe(toFqdn(name) === '.' ? '.' : `${name}.`.replace(/\.\.$/, '.'));
+      expect(q.key).toBe(toFqdn(name));
+    },
+  );
+
+  it('tells names apart that differ in more than case', () => {
+    const a = raw('a.example.org');
+    const b = raw('b.example.org');
+    expect(parseQuery(a).nameHash).not.toBe(parseQuery(b).nameHash);
+    expect(sameNameOctets(a, b, 12, parseQuery(a).questionEnd - 4)).toBe(false);
   });
 });

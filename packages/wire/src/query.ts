@@ -8,8 +8,8 @@ import {
   UDP_LEGACY_MAX_BYTES,
 } from './constants.js';
 import { QueryFormatError } from './errors.js';
-import { type Fqdn, toFqdn } from './fqdn.js';
-import { labelNeedsEscape, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
+import { type Fqdn, ROOT, toFqdn } from './fqdn.js';
+import { CANONICAL_OCTET, ESCAPED, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
 
 /** The EDNS0 pseudo-record of a message (RFC 6891 §6.1). */
 export interface Edns {
@@ -29,6 +29,11 @@ export interface ParsedQuery {
   readonly qname: string;
   /** The canonical lookup form of qname. */
   readonly key: Fqdn;
+  /**
+   * A 32-bit hash of the name's canonical octets (nameHashOf): what a cache can look a query up by
+   * without making `key`, a string, which a cache hit need never make.
+   */
+  readonly nameHash: number;
   readonly qtype: number;
   readonly qclass: number;
   /** Offset just past the question's QCLASS; the question spans HEADER_BYTES..questionEnd. */
@@ -42,6 +47,74 @@ export function opcodeOf(raw: Buffer): number {
   return (raw.readUInt16BE(2) & OPCODE_MASK) >> OPCODE_SHIFT;
 }
 
+/** FNV-1a, 32 bits, over octets [start, end) of `octets` as canonical (ASCII letters lowercased). */
+export function nameHashOf(octets: Uint8Array, start: number, end: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = start; i < end; i++) hash = Math.imul(hash ^ (LOWER[octets[i] as number] as number), 0x01000193);
+  return hash >>> 0;
+}
+
+/** True when the names at `a`[start..) and `b`[start..) are the same octets but for ASCII case. */
+export function sameNameOctets(a: Uint8Array, b: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (LOWER[a[i] as number] !== LOWER[b[i] as number]) return false;
+  return true;
+}
+
+const LOWER = Uint8Array.from({ length: 256 }, (_, c) => (c >= 0x41 && c <= 0x5a ? c + 0x20 : c));
+
+/**
+ * A query as read: header fields, the question's place and hash, the OPT. Its name in text form
+ * (`qname`, `key`) is made only when first asked for: a cache hit never asks.
+ */
+class QueryView implements ParsedQuery {
+  private asked: string | undefined;
+  private canonical: Fqdn | undefined;
+
+  constructor(
+    readonly raw: Buffer,
+    readonly id: number,
+    readonly opcode: number,
+    readonly rd: boolean,
+    readonly cd: boolean,
+    readonly nameHash: number,
+    readonly qtype: number,
+    readonly qclass: number,
+    readonly questionEnd: number,
+    readonly edns: Edns | undefined,
+    /** The name holds an octet that needs an escape in text form (read through readName). */
+    private readonly escaped: boolean,
+  ) {}
+
+  get qname(): string {
+    this.asked ??= this.escaped
+      ? readName(this.raw, HEADER_BYTES).name
+      : nameText(this.raw, this.questionEnd - 4, false);
+    return this.asked;
+  }
+
+  get key(): Fqdn {
+    this.canonical ??= this.escaped ? toFqdn(this.qname) : (nameText(this.raw, this.questionEnd - 4, true) as Fqdn);
+    return this.canonical;
+  }
+}
+
+/** The text form of a question name with no octet that needs an escape, lowercased or as asked. */
+function nameText(raw: Buffer, nameEnd: number, lower: boolean): string {
+  if (nameEnd === HEADER_BYTES + 1) return ROOT;
+  // "\x03WWW\x07example\x03org\x00" → "www.example.org.": each length octet becomes the dot after its label.
+  let length = 0;
+  for (let at = HEADER_BYTES; raw[at] !== 0; ) {
+    const labelEnd = at + (raw[at] as number);
+    for (let i = at + 1; i <= labelEnd; i++)
+      scratch[length++] = lower ? (LOWER[raw[i] as number] as number) : (raw[i] as number);
+    scratch[length++] = 0x2e;
+    at = labelEnd + 1;
+  }
+  return scratch.toString('latin1', 0, length);
+}
+
+const scratch = Buffer.alloc(256);
+
 /**
  * Reads the header, the one question and any OPT record of a query. Throws QueryFormatError:
  * `headerReadable` false means drop the packet, true means answer FORMERR. Responses (QR=1)
@@ -53,38 +126,16 @@ export function parseQuery(raw: Buffer): ParsedQuery {
   if (flags & FLAG.QR) throw new QueryFormatError('QR is set: a response, not a query', false);
   const qdcount = raw.readUInt16BE(4);
   if (qdcount !== 1) throw new QueryFormatError(`QDCOUNT is ${qdcount}, expected 1`, true);
-  const { name, end } = readQuestionName(raw);
-  if (end + 4 > raw.length) throw new QueryFormatError('question runs past the end of the message', true);
-  const qtype = raw.readUInt16BE(end);
-  const qclass = raw.readUInt16BE(end + 2);
-  const questionEnd = end + 4;
-  const edns = readEdns(raw, questionEnd);
-  return {
-    id: raw.readUInt16BE(0),
-    opcode: (flags & OPCODE_MASK) >> OPCODE_SHIFT,
-    rd: (flags & FLAG.RD) !== 0,
-    cd: (flags & FLAG.CD) !== 0,
-    qname: name,
-    key: toFqdn(name),
-    qtype,
-    qclass,
-    questionEnd,
-    edns,
-    raw,
-  };
-}
-
-/**
- * The question name, read in one pass: the hot path of every query. Answers are patched in place
- * with the question's bytes, so a compression pointer here is refused. A label with an octet that
- * needs an escape goes through readName.
- */
-function readQuestionName(raw: Buffer): { name: string; end: number } {
+  // One pass over the name: its shape checked (the question is patched into answers in place, so
+  // a compression pointer is refused), its canonical octets hashed, escapes noted.
   let pos = HEADER_BYTES;
   let total = 1;
+  let escaped = false;
+  let hash = 0x811c9dc5;
   for (;;) {
     if (pos >= raw.length) throw new QueryFormatError('name runs past the end of the message', true);
     const len = raw[pos] as number;
+    hash = Math.imul(hash ^ len, 0x01000193);
     if (len === 0) break;
     if ((len & 0xc0) !== 0) {
       throw new QueryFormatError(
@@ -92,23 +143,38 @@ function readQuestionName(raw: Buffer): { name: string; end: number } {
         true,
       );
     }
-    if (pos + 1 + len > raw.length) throw new QueryFormatError('label runs past the end of the message', true);
+    const labelEnd = pos + 1 + len;
+    if (labelEnd > raw.length) throw new QueryFormatError('label runs past the end of the message', true);
     total += len + 1;
     if (total > MAX_NAME_OCTETS) throw new QueryFormatError('name longer than 255 octets', true);
-    if (labelNeedsEscape(raw, pos + 1, pos + 1 + len)) return readName(raw, HEADER_BYTES);
-    pos += 1 + len;
+    for (let i = pos + 1; i < labelEnd; i++) {
+      const octet = raw[i] as number;
+      let canonical = CANONICAL_OCTET[octet] as number;
+      if (canonical === ESCAPED) {
+        escaped = true;
+        canonical = octet;
+      }
+      hash = Math.imul(hash ^ canonical, 0x01000193);
+    }
+    pos = labelEnd;
   }
-  if (pos === HEADER_BYTES) return { name: '.', end: pos + 1 };
-  // "\x03www\x07example\x03org\x00" → "www.example.org.": each label's length octet becomes the
-  // dot after it, in a scratch buffer, then one string is made.
-  raw.copy(scratch, 0, HEADER_BYTES + 1, pos + 1);
-  for (let at = HEADER_BYTES; raw[at] !== 0; at += (raw[at] as number) + 1) {
-    scratch[at - HEADER_BYTES + (raw[at] as number)] = 0x2e;
-  }
-  return { name: scratch.toString('latin1', 0, pos - HEADER_BYTES), end: pos + 1 };
+  const end = pos + 1;
+  if (end + 4 > raw.length) throw new QueryFormatError('question runs past the end of the message', true);
+  const questionEnd = end + 4;
+  return new QueryView(
+    raw,
+    raw.readUInt16BE(0),
+    (flags & OPCODE_MASK) >> OPCODE_SHIFT,
+    (flags & FLAG.RD) !== 0,
+    (flags & FLAG.CD) !== 0,
+    hash >>> 0,
+    raw.readUInt16BE(end),
+    raw.readUInt16BE(end + 2),
+    questionEnd,
+    readEdns(raw, questionEnd),
+    escaped,
+  );
 }
-
-const scratch = Buffer.alloc(256);
 
 /**
  * The OPT record, if any. RFC 6891 §6.1.1: at most one, owned by the root, in the additional

@@ -38,14 +38,22 @@ export interface BareResponseOptions {
   udpPayloadBytes?: number;
 }
 
+/** Our OPT records without an extended rcode, by payload size and DO bit: made once, copied into replies. */
+const plainOpts = new Map<number, Buffer>();
+
 /** Our OPT for a reply to this query (none when the query had none, RFC 6891 §7), or undefined. */
 function optFor(query: ParsedQuery, udpPayloadBytes: number | undefined, rcode = 0): Buffer | undefined {
   if (!query.edns) return undefined;
-  return encodeOptRecord({
-    extendedRcode: rcode >> 4,
-    dnssecOk: query.edns.dnssecOk,
-    udpSize: udpPayloadBytes ?? EDNS_DEFAULT_UDP_BYTES,
-  });
+  const udpSize = udpPayloadBytes ?? EDNS_DEFAULT_UDP_BYTES;
+  const dnssecOk = query.edns.dnssecOk;
+  if (rcode >> 4 !== 0) return encodeOptRecord({ extendedRcode: rcode >> 4, dnssecOk, udpSize });
+  const slot = udpSize * 2 + (dnssecOk ? 1 : 0);
+  let opt = plainOpts.get(slot);
+  if (!opt) {
+    opt = encodeOptRecord({ dnssecOk, udpSize });
+    if (plainOpts.size < 64) plainOpts.set(slot, opt);
+  }
+  return opt;
 }
 
 /**
@@ -84,6 +92,9 @@ export function buildHeaderOnlyResponse(raw: Buffer, rcode: number): Buffer | un
   return out;
 }
 
+const RD_OCTET = FLAG.RD >> 8;
+const CD_OCTET = FLAG.CD;
+
 export interface TemplatePatch {
   /** Offsets of TTL fields to overwrite with `ttlSeconds` (a cache's remaining time). */
   ttlOffsets?: readonly number[];
@@ -103,23 +114,28 @@ export function finishFromTemplate(
   limitBytes: number,
   patch?: TemplatePatch,
 ): Buffer {
-  const opt = optFor(query, patch?.udpPayloadBytes);
-  const optBytes = opt ? OPT_RECORD_BYTES : 0;
+  const opt = query.edns === undefined ? undefined : optFor(query, patch?.udpPayloadBytes);
+  const optBytes = opt === undefined ? 0 : OPT_RECORD_BYTES;
   const body = template.length + optBytes > limitBytes ? truncateReply(template, limitBytes - optBytes) : template;
-  const out = Buffer.allocUnsafe(body.length + optBytes);
+  const bodyBytes = body.length;
+  const out = Buffer.allocUnsafe(bodyBytes + optBytes);
+  // Whole-buffer copies only, and the few octets that change by hand: Buffer#copy of a part makes
+  // a typed-array view per call, which a cache hit cannot afford.
   body.copy(out);
-  out.writeUInt16BE(query.id, 0);
-  let flags = body.readUInt16BE(2) & ~(FLAG.RD | FLAG.CD);
-  if (query.rd) flags |= FLAG.RD;
-  if (query.cd) flags |= FLAG.CD;
-  out.writeUInt16BE(flags, 2);
-  if (patch?.ttlOffsets && patch.ttlSeconds !== undefined) {
-    for (const offset of patch.ttlOffsets) if (offset + 4 <= body.length) out.writeUInt32BE(patch.ttlSeconds, offset);
+  const raw = query.raw;
+  out[0] = raw[0] as number;
+  out[1] = raw[1] as number;
+  // RD and CD are the asker's: RD is the top octet's low bit, CD a bit of the low octet.
+  out[2] = ((body[2] as number) & ~RD_OCTET) | ((raw[2] as number) & RD_OCTET);
+  out[3] = ((body[3] as number) & ~CD_OCTET) | ((raw[3] as number) & CD_OCTET);
+  const ttlOffsets = patch?.ttlOffsets;
+  if (ttlOffsets !== undefined && patch?.ttlSeconds !== undefined) {
+    for (const offset of ttlOffsets) if (offset + 4 <= bodyBytes) out.writeUInt32BE(patch.ttlSeconds, offset);
   }
-  // Same name, same length: copy the asker's spelling over the canonical one (0x20 echo).
-  query.raw.copy(out, HEADER_BYTES, HEADER_BYTES, query.questionEnd - 4);
-  if (opt) {
-    opt.copy(out, body.length);
+  // Same name, same length: the asker's spelling over the canonical one (0x20 echo).
+  for (let i = HEADER_BYTES, end = query.questionEnd - 4; i < end; i++) out[i] = raw[i] as number;
+  if (opt !== undefined) {
+    for (let i = 0; i < OPT_RECORD_BYTES; i++) out[bodyBytes + i] = opt[i] as number;
     out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
   }
   return out;
