@@ -1,12 +1,17 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7] [--rounds=5] [--baseline=<dir>[,<dir>]]
+// --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
+// beside ours, interleaved in the same rounds (cases 1 and 3): "no regression" is measured, not
+// remembered.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { writeCharts } from './charts.mjs';
+import { runPortEntropy } from './entropy.mjs';
+import { baselineName, runHitCeiling } from './hits.mjs';
 import {
   LOAD_CORE,
   machine,
@@ -36,6 +41,8 @@ const only = argv
   ?.split(',')
   .map(Number);
 const want = (n) => !only || only.includes(n);
+const rounds = Number(argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? (quick ? 3 : 5));
+const baselines = (argv.find((a) => a.startsWith('--baseline='))?.split('=')[1] ?? '').split(',').filter(Boolean);
 const ms = seconds * 1000;
 const rows = [];
 const notes = [];
@@ -79,6 +86,22 @@ const forwarderArgs = (server, extra) => [
   ...extra,
 ];
 const toRecordBuilder = (rbPort) => `/cluster.local/127.0.0.1#${rbPort}`;
+/** A --baseline checkout's forwarder, no cache, to `server` (without the flags it predates). */
+const startBaselineForwarder = async (dir, server) => {
+  const script = join(dir, 'packages/forwarder/dist/main.js');
+  const args = forwarderArgs(server, ['--cache-size=0']);
+  try {
+    return await startOurs('forwarder', args, SERVER_CORE, {}, script);
+  } catch {
+    return startOurs(
+      'forwarder',
+      args.filter((a) => !a.startsWith('--metrics')),
+      SERVER_CORE,
+      {},
+      script,
+    );
+  }
+};
 
 const maxQps = async (pid, port, names, mode = 'udp') => {
   if (tools.dnsperf) return withCpu(pid, () => runDnsperf({ port, file: writeQueryFile(names), seconds, mode }));
@@ -115,6 +138,16 @@ if ([1, 2, 3, 4].some(want)) {
       await warm(dm.port, names);
     }
     if (want(1)) {
+      await runHitCeiling({
+        row,
+        ours: { pid: fw.pid, port: fw.ready.port },
+        dnsmasq: dm && { pid: dm.pid, port: dm.port },
+        names,
+        fwArgs: forwarderArgs(toRecordBuilder(rbPort), ['--cache-size=10000']),
+        baselines,
+        seconds: quick ? 2 : 3,
+        rounds,
+      });
       row('1. forwarder cache hits, UDP, max', 'cluster-dns', await maxQps(fw.pid, fw.ready.port, names));
       if (dm) row('1. forwarder cache hits, UDP, max', 'dnsmasq', await maxQps(dm.pid, dm.port, names));
       row(
@@ -144,6 +177,39 @@ if ([1, 2, 3, 4].some(want)) {
     const fw0 = await startOurs('forwarder', forwarderArgs(toRecordBuilder(rbPort), ['--cache-size=0']));
     row('3. forwarder misses → record-builder', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
     await fw0.stop();
+    for (const dir of baselines) {
+      // The cost of a miss beside an older checkout's, on the same upstream.
+      const old = await startBaselineForwarder(dir, toRecordBuilder(rbPort));
+      row('3. forwarder misses → record-builder', baselineName(dir), await maxQps(old.pid, old.ready.port, names));
+      await old.stop();
+    }
+    const entropyServers = [
+      {
+        name: 'cluster-dns',
+        start: async (upstream) => {
+          const f = await startOurs('forwarder', forwarderArgs(upstream, ['--cache-size=0']));
+          return { pid: f.pid, port: f.ready.port, stop: f.stop };
+        },
+      },
+    ];
+    if (tools.dnsmasq)
+      entropyServers.push({
+        name: 'dnsmasq',
+        start: async (upstream) => {
+          const port = 16353 + (process.pid % 1000);
+          const d = await startDnsmasq(port, ['--cache-size=0', `--server=${upstream}`]);
+          return { pid: d.pid, port, stop: d.stop };
+        },
+      });
+    for (const dir of baselines)
+      entropyServers.push({
+        name: baselineName(dir),
+        start: async (upstream) => {
+          const f = await startBaselineForwarder(dir, upstream);
+          return { pid: f.pid, port: f.ready.port, stop: f.stop };
+        },
+      });
+    await runPortEntropy({ row, servers: entropyServers });
   }
   if (want(4)) {
     repin(rb.pid, SERVER_CORE);
@@ -187,7 +253,26 @@ const ratio = (caseName, field, inverse = false) => {
   if (!ours || !ref) return null;
   return round(inverse ? ref / ours : ours / ref, 2);
 };
+const ceilingCase = rows.find((r) => r.case.startsWith('1. cache hits vs the Node ceiling'))?.case;
+const vsCeiling = (server, field) => rows.find((r) => r.case === ceilingCase && r.server.startsWith(server))?.[field];
+const baselineRatios = Object.fromEntries(
+  rows
+    .filter((r) => r.case === ceilingCase && r.server.startsWith('baseline'))
+    .map((r) => [
+      `cache hits QPS, ours/${r.server} (same rounds; target ≥ 1)`,
+      vsCeiling('cluster-dns', 'qpsVsCeiling')
+        ? round(vsCeiling('cluster-dns', 'qpsVsCeiling') / r.qpsVsCeiling, 2)
+        : null,
+    ]),
+);
 const ratios = {
+  'cache hits QPS, ours/ceiling (target ≥ 0.9)': vsCeiling('cluster-dns', 'qpsVsCeiling') ?? null,
+  'cache hits CPU per query, ours/ceiling (target ≤ 1.15)': vsCeiling('cluster-dns', 'cpuVsCeiling') ?? null,
+  'cache hits QPS, ours/dnsmasq (same rounds)':
+    vsCeiling('cluster-dns', 'qpsVsCeiling') && vsCeiling('dnsmasq', 'qpsVsCeiling')
+      ? round(vsCeiling('cluster-dns', 'qpsVsCeiling') / vsCeiling('dnsmasq', 'qpsVsCeiling'), 2)
+      : null,
+  ...baselineRatios,
   'cache hits UDP max QPS, ours/dnsmasq (target ≥ 0.7)': ratio('1. forwarder cache hits, UDP, max', 'qps'),
   'cache hits UDP CPU per query, ours/dnsmasq (target ≤ 1.5)': ratio(
     '1. forwarder cache hits, UDP, max',
