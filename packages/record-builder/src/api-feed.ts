@@ -29,6 +29,8 @@ export interface ApiFeed {
   start(): Promise<{ from: string; server: string }>;
   isSynced(resource: ResourceName): boolean;
   allSynced(): boolean;
+  /** Resolves the moment every resource's first list has been applied. */
+  whenSynced(): Promise<void>;
   /** Updates read from the API and not yet applied (in the worker and here). */
   backlog(): number;
   /** Age of the oldest of those, in ms (0 when none). */
@@ -49,6 +51,11 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
   const { state, log, hooks } = options;
   const budgetMs = options.budgetMs ?? 2;
   const synced = new Set<ResourceName>();
+  const allSynced = () => options.worker.resources.every((r) => synced.has(r));
+  let markSynced: () => void = () => {};
+  const whenSynced = new Promise<void>((resolve) => {
+    markSynced = resolve;
+  });
   let worker: Worker | undefined;
   let stopping = false;
   let restarts = 0;
@@ -87,8 +94,10 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
   };
 
   const marker = (m: FeedMarker) => {
-    if (m.kind === 'synced') synced.add(m.resource);
-    else if (m.kind === 'watching') hooks.onWatching(m.resource);
+    if (m.kind === 'synced') {
+      synced.add(m.resource);
+      if (allSynced()) markSynced();
+    } else if (m.kind === 'watching') hooks.onWatching(m.resource);
     else if (m.kind === 'error') hooks.onError(m.resource);
     else hooks.onRelist(m.resource, m.reason);
   };
@@ -160,7 +169,8 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
   return {
     start: spawn,
     isSynced: (resource) => synced.has(resource),
-    allSynced: () => options.worker.resources.every((r) => synced.has(r)),
+    allSynced,
+    whenSynced: () => whenSynced,
     backlog: () => workerPending + (queue.length - position),
     lagMs: (nowMs) => {
       const oldestHere = position < queue.length ? (queue[position] as FeedUpdate).readAtMs : 0;

@@ -29,12 +29,20 @@ export class ClusterState {
   /** Set by `keepJournal`: every change then leaves what it replaced here, for IXFR. */
   private journalOf: ZoneJournal | undefined;
 
+  private readonly listeners: Array<(owners: readonly string[]) => void> = [];
+
   constructor(
     readonly context: RecordContext & { readonly reverseZones: readonly Fqdn[] },
-    private readonly onChange: (owners: readonly string[]) => void = () => {},
+    onChange?: (owners: readonly string[]) => void,
     private readonly now: () => number = Date.now,
   ) {
     this.serialNumber = Math.floor(now() / 1000) >>> 0;
+    if (onChange) this.listeners.push(onChange);
+  }
+
+  /** Tells `listener` of every change from now on: which Services' names changed. */
+  onChange(listener: (owners: readonly string[]) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Starts a change journal of at most `maxBytes` (IXFR and NOTIFY need one). */
@@ -244,7 +252,7 @@ export class ClusterState {
       this.journalOf?.push({ ...this.pendingEntry, serial: this.serialNumber, atMs: this.now() } as JournalEntry);
       this.pendingEntry = undefined;
     }
-    this.onChange(owners);
+    for (const listener of this.listeners) listener(owners);
   }
 
   private pendingEntry: PendingEntry | undefined;

@@ -1,7 +1,7 @@
 import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir, sleep } from '@cluster-dns/runtime';
 import { createQueryPipeline, type DnsListener, exchangeRaw, listenDns } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { type ZoneView, zoneOf } from './answer-builder.js';
+import type { ZoneView } from './answer-builder.js';
 import { createApiFeed } from './api-feed.js';
 import { dumpStore } from './cache-dump.js';
 import { ClusterState } from './cluster-state.js';
@@ -11,6 +11,7 @@ import { createNotifier, type Notifier } from './notifier.js';
 import type { RecordBuilderOptions } from './options.js';
 import { createResponder } from './responder.js';
 import { type ResourceName, watchedResources } from './watched-resources.js';
+import type { ZoneRequest } from './zone-stage.js';
 
 export interface RecordBuilderDeps {
   log: Logger;
@@ -46,7 +47,11 @@ export interface RecordBuilder {
   isReady(): boolean;
 }
 
-/** The kubedns container: reflectors → records → authoritative answers. Building it does no I/O. */
+/**
+ * The kubedns container: reflectors → records → authoritative answers. This shell builds the
+ * store, the chain that answers from it (zones → transfers → answers, responder.ts), the API feed
+ * and the notifier, then binds and closes them in order. Building it does no I/O.
+ */
 export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordBuilderDeps): RecordBuilder {
   const { log } = deps;
   const registry = deps.registry ?? new Registry();
@@ -59,16 +64,13 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     markReady = resolve;
   });
 
-  const state: ClusterState = new ClusterState(
-    { zone: options.zone, reverseZones: options.reverseZones, ttlSeconds: options.ttlSeconds },
-    (owners) => {
-      responder.invalidate(owners);
-      if (ready) notifier?.changed(Date.now());
-    },
-  );
+  const state = new ClusterState({
+    zone: options.zone,
+    reverseZones: options.reverseZones,
+    ttlSeconds: options.ttlSeconds,
+  });
   // IXFR answers from the journal; it costs nothing until someone transfers (references only).
   if (options.notify.length > 0 || options.transferTo.length > 0) state.keepJournal(options.ixfrJournalMib << 20);
-  const notifyHosts = options.notify.map((t) => t.host);
   const view: ZoneView = {
     zone: options.zone,
     reverseZones: options.reverseZones,
@@ -77,6 +79,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     dnsService: options.dnsService,
     state,
   };
+  const notifyHosts = options.notify.map((t) => t.host);
   const responder = createResponder({
     view,
     isReady: () => ready,
@@ -87,13 +90,19 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     onTransfer: (type, result) => metrics.transferred(type, result),
     answerCacheBytes: options.answerCacheMib * 1048576,
   });
+  const notifier = createRecordBuilderNotifier(options, state, log, metrics);
+  state.onChange((owners) => {
+    responder.invalidate(owners);
+    if (ready) notifier?.changed(Date.now());
+  });
   const handler = createQueryPipeline({
     handle: responder.handle,
     recursionAvailable: false,
     udpPayloadBytes: options.ednsPacketMax,
     log,
     observe: (outcome) => {
-      const zone = outcome.query ? zoneOf(view, outcome.query.key) : undefined;
+      // The zone stage noted the zone: kube-dns's split of its metrics, without a second lookup.
+      const zone = (outcome.request as ZoneRequest | undefined)?.zone;
       metrics.observeQuery(outcome, zone === undefined || zone === view.zone ? 'auth' : 'reverse');
     },
   });
@@ -120,25 +129,6 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     },
   });
 
-  const targetName = (t: { host: string; port: number }) =>
-    t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
-  const notifier: Notifier | undefined =
-    options.notify.length > 0
-      ? createNotifier({
-          targets: options.notify,
-          zones: [options.zone, ...options.reverseZones],
-          serial: () => state.serial,
-          send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
-          log,
-          heartbeatMs: NOTIFY_HEARTBEAT_MS,
-          hooks: {
-            onSent: (t, zone) => metrics.notifySent(targetName(t), zone),
-            onFailed: (t, zone) => metrics.notifyFailed(targetName(t), zone),
-            onAcked: (t, _zone, ms) => metrics.notifyAcked(targetName(t), ms / 1000),
-          },
-        })
-      : undefined;
-
   const metricsBody = async () => {
     metrics.store({
       endpoints: state.endpointCount,
@@ -154,12 +144,19 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
   };
 
-  /** Waits for every resource's first list, or the timeout; then ready. Ends early on shutdown. */
+  let stopWaiting: () => void = () => {};
+  const shutdownStarted = new Promise<void>((resolve) => {
+    stopWaiting = resolve;
+  });
+  /** Ready once every resource's first list is applied, or when the timeout passes; not if shut down first. */
   const becomeReady = async (ports: Record<string, number>) => {
-    const started = Date.now();
-    while (!feed.allSynced() && !draining && Date.now() - started < options.initialSyncTimeoutMs) {
-      await sleep(Math.min(20, options.initialSyncTimeoutMs));
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, options.initialSyncTimeoutMs);
+      timer.unref();
+    });
+    await Promise.race([feed.whenSynced(), timedOut, shutdownStarted]);
+    clearTimeout(timer);
     if (draining) return;
     const synced = feed.allSynced();
     if (!synced) {
@@ -248,6 +245,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     async shutdown() {
       if (draining) return closers.close(log);
       draining = true;
+      stopWaiting();
       // Never ready, never in the Service's endpoints: no traffic to wait out.
       if (ready) {
         log.info('lameduck: readiness failing, still answering', { lameduckMs: options.lameduckMs });
@@ -256,6 +254,31 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       await closers.close(log);
     },
   };
+}
+
+/** The NOTIFY sender of `--notify` (its targets, the zones, the serial), or undefined without one. */
+function createRecordBuilderNotifier(
+  options: RecordBuilderOptions,
+  state: ClusterState,
+  log: Logger,
+  metrics: ReturnType<typeof createRecordBuilderMetrics>,
+): Notifier | undefined {
+  if (options.notify.length === 0) return undefined;
+  const targetName = (t: { host: string; port: number }) =>
+    t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
+  return createNotifier({
+    targets: options.notify,
+    zones: [options.zone, ...options.reverseZones],
+    serial: () => state.serial,
+    send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
+    log,
+    heartbeatMs: NOTIFY_HEARTBEAT_MS,
+    hooks: {
+      onSent: (t, zone) => metrics.notifySent(targetName(t), zone),
+      onFailed: (t, zone) => metrics.notifyFailed(targetName(t), zone),
+      onAcked: (t, _zone, ms) => metrics.notifyAcked(targetName(t), ms / 1000),
+    },
+  });
 }
 
 async function warnAboutConfigDir(dir: string, log: Logger): Promise<void> {

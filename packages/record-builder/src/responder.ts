@@ -1,19 +1,16 @@
 import {
-  buildBareResponse,
-  type DnsRequest,
+  chainStages,
   FLAG,
   type Fqdn,
   finishFromTemplate,
-  ixfrQuerySerial,
   MessageWriter,
   type ParsedQuery,
-  QTYPE,
-  RCODE,
   type Reply,
 } from '@cluster-dns/wire';
-import { type AnswerParts, buildAnswer, type ZoneView, zoneOf } from './answer-builder.js';
+import { type AnswerParts, buildAnswer, type ZoneView } from './answer-builder.js';
 import { AnswerCache } from './answer-cache.js';
-import { incrementalTransfer, zoneTransfer } from './zone-transfer.js';
+import { TransferStage } from './transfer-stage.js';
+import { type ZoneRequest, ZoneStage } from './zone-stage.js';
 
 export interface ResponderOptions {
   view: ZoneView;
@@ -29,7 +26,7 @@ export interface ResponderOptions {
 
 export interface Responder {
   /** The query pipeline's handler: a query that passed the checks every server makes. */
-  handle(request: DnsRequest): Reply;
+  handle(request: ZoneRequest): Reply | Promise<Reply>;
   /** Drops the ready answers built from these Services, and every volatile one. */
   invalidate(owners: readonly string[]): void;
   readonly cache: AnswerCache;
@@ -47,7 +44,8 @@ export function encodeTemplate(q: ParsedQuery, parts: AnswerParts): Buffer {
 /**
  * Answers queries from ready answers per (name, type, class), built on first use from the compact
  * store and dropped when a Service they came from changes: a query costs a parse of the question,
- * a lookup and a patch; a miss, a build of that one name's records.
+ * a lookup and a patch; a miss, a build of that one name's records. The chain: which zone (or
+ * REFUSED), a zone transfer, else the answer.
  */
 export function createResponder(options: ResponderOptions): Responder {
   const { view } = options;
@@ -62,37 +60,17 @@ export function createResponder(options: ResponderOptions): Responder {
     cache.set(key, template, parts.owners, parts.stable);
     return template;
   };
+  const answer = (request: ZoneRequest): Reply =>
+    finishFromTemplate(templateFor(request.query, request.zone as Fqdn), request.query, request.limitBytes, {
+      udpPayloadBytes: request.udpPayloadBytes,
+    });
 
   return {
     cache,
-    handle(request) {
-      const { query: q, context } = request;
-      const bare = (rcode: number, authoritative = false) =>
-        buildBareResponse(q, rcode, { authoritative, udpPayloadBytes: request.udpPayloadBytes });
-      const zone = zoneOf(view, q.key);
-      // Not a recursor: names outside our zones are refused, without AA.
-      if (!zone) return bare(RCODE.REFUSED);
-      if (!options.isReady()) return bare(RCODE.SERVFAIL);
-      // Kubernetes names are DNS-1123: a label with an escaped octet cannot exist.
-      if (q.key.includes('\\')) return bare(RCODE.NXDOMAIN, true);
-      if (q.qtype === QTYPE.AXFR || q.qtype === QTYPE.IXFR) {
-        if (!options.transferAllowed(context.remoteAddress)) return bare(RCODE.REFUSED);
-        if (q.qtype === QTYPE.AXFR) {
-          if (context.transport !== 'tcp') return bare(RCODE.REFUSED);
-          options.onTransfer?.('axfr', 'full');
-          return zoneTransfer(view, zone, q);
-        }
-        const serial = ixfrQuerySerial(q.raw);
-        if (serial === undefined) return bare(RCODE.FORMERR, true);
-        // Over UDP, the current SOA alone (RFC 1995 §2): the client compares serials, then uses TCP.
-        const transfer = incrementalTransfer(view, zone, q, context.transport === 'tcp' ? serial : view.state.serial);
-        options.onTransfer?.('ixfr', transfer.result);
-        return transfer.messages;
-      }
-      return finishFromTemplate(templateFor(q, zone), q, request.limitBytes, {
-        udpPayloadBytes: request.udpPayloadBytes,
-      });
-    },
+    handle: chainStages<ZoneRequest>(
+      [new ZoneStage(view, options.isReady), new TransferStage(view, options.transferAllowed, options.onTransfer)],
+      answer,
+    ),
     invalidate: (owners) => cache.invalidate(owners),
   };
 }

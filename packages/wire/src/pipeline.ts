@@ -31,6 +31,11 @@ export type Rejection =
 export interface QueryOutcome {
   /** Undefined when the question could not be read. */
   readonly query: ParsedQuery | undefined;
+  /**
+   * The request the handler saw (undefined when the pipeline answered or dropped the message
+   * itself), with whatever its stages noted on it: the zone it fell in, say.
+   */
+  readonly request: DnsRequest | undefined;
   readonly context: QueryContext;
   /** The first message sent back, or undefined when the message was dropped. */
   readonly reply: Buffer | undefined;
@@ -90,20 +95,22 @@ export function createQueryPipeline(options: PipelineOptions): RawHandler {
     context: QueryContext,
     startedMs: number,
     rejected?: Rejection,
+    request?: DnsRequest,
   ): Reply => {
     if (observe) {
       // A lazy reply (a zone transfer) is not made yet: observed without its first message.
       const first = Buffer.isBuffer(reply) ? reply : Array.isArray(reply) ? (reply[0] as Buffer) : undefined;
       const seconds = startedMs > 0 ? (performance.now() - startedMs) / 1000 : 0;
-      observe({ query, context, reply: first, rejected, seconds });
+      observe({ query, request, context, reply: first, rejected, seconds });
     }
     return reply;
   };
   const bare = (q: ParsedQuery, rcode: number) =>
     buildBareResponse(q, rcode, { recursionAvailable: ra, udpPayloadBytes });
-  const failed = (error: unknown, query: ParsedQuery, context: QueryContext, startedMs: number) => {
+  const failed = (error: unknown, request: DnsRequest, startedMs: number) => {
     logOnce(`handler failed: ${(error as Error)?.message ?? String(error)}`, { err: error, answered: 'SERVFAIL' });
-    return finish(bare(query, RCODE.SERVFAIL), query, context, startedMs, 'handler-error');
+    const { query, context } = request;
+    return finish(bare(query, RCODE.SERVFAIL), query, context, startedMs, 'handler-error', request);
   };
 
   return (raw, context) => {
@@ -148,13 +155,13 @@ export function createQueryPipeline(options: PipelineOptions): RawHandler {
     try {
       reply = options.handle(request);
     } catch (error) {
-      return failed(error, query, context, 0);
+      return failed(error, request, 0);
     }
-    if (!(reply instanceof Promise)) return finish(reply, query, context, 0);
+    if (!(reply instanceof Promise)) return finish(reply, query, context, 0, undefined, request);
     const startedMs = observe ? performance.now() : 0;
     return reply.then(
-      (r) => finish(r, query, context, startedMs),
-      (error: unknown) => failed(error, query, context, startedMs),
+      (r) => finish(r, query, context, startedMs, undefined, request),
+      (error: unknown) => failed(error, request, startedMs),
     );
   };
 }

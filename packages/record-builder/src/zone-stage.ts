@@ -1,0 +1,43 @@
+import {
+  buildBareResponse,
+  type DnsRequest,
+  type Fqdn,
+  type Next,
+  RCODE,
+  type Reply,
+  type Stage,
+} from '@cluster-dns/wire';
+import { type ZoneView, zoneOf } from './answer-builder.js';
+
+/** A request down the record-builder's chain: the zone stage notes which of our zones it is in. */
+export interface ZoneRequest extends DnsRequest {
+  /** The served zone (the cluster zone or a reverse zone) the question is in; set by ZoneStage. */
+  zone?: Fqdn;
+}
+
+/**
+ * The record-builder's first stage: which of its zones a question is in. Names outside them are
+ * REFUSED (not a recursor, no AA); until the first lists are in, SERVFAIL (never an NXDOMAIN for a
+ * name that may exist); a name with an escaped octet cannot be a Kubernetes name (DNS-1123):
+ * NXDOMAIN. The zone found is left on the request, for the answer and for metrics.
+ */
+export class ZoneStage implements Stage<ZoneRequest> {
+  readonly name = 'zones';
+
+  constructor(
+    private readonly view: ZoneView,
+    private readonly isReady: () => boolean,
+  ) {}
+
+  serve(request: ZoneRequest, next: Next<ZoneRequest>): Reply | Promise<Reply> {
+    const q = request.query;
+    const bare = (rcode: number, authoritative = false) =>
+      buildBareResponse(q, rcode, { authoritative, udpPayloadBytes: request.udpPayloadBytes });
+    const zone = zoneOf(this.view, q.key);
+    if (!zone) return bare(RCODE.REFUSED);
+    request.zone = zone;
+    if (!this.isReady()) return bare(RCODE.SERVFAIL);
+    if (q.key.includes('\\')) return bare(RCODE.NXDOMAIN, true);
+    return next(request);
+  }
+}
