@@ -1,19 +1,10 @@
 import { type Fqdn, isInZone, labelsOf, parentOf, QTYPE, RCODE, type Rr } from '@cluster-dns/wire';
 import { serviceKey } from './cluster-model.js';
-import type { ClusterState } from './cluster-state.js';
-import type { PodsMode } from './pod-records.js';
 import { hostRecordsByLabel, withSrvWeights } from './service-records.js';
 import { recordsAt, soaRecord } from './zone-records.js';
+import type { ZoneView } from './zone-view.js';
 
-export interface ZoneView {
-  readonly zone: Fqdn;
-  readonly reverseZones: readonly Fqdn[];
-  readonly ttlSeconds: number;
-  readonly pods: PodsMode;
-  /** The Service whose cluster IPs `ns.dns.<zone>` (the NS target) resolves to. */
-  readonly dnsService: { namespace: string; name: string } | undefined;
-  readonly state: ClusterState;
-}
+export type { ZoneView };
 
 export interface AnswerParts {
   rcode: number;

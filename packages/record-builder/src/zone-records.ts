@@ -1,9 +1,9 @@
 import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
-import type { ZoneView } from './answer-builder.js';
 import { serviceKey } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { parsePodName } from './pod-records.js';
 import { baseRecords, hostRecords, portRecords, protocolHasPorts, ptrTargets } from './service-records.js';
+import type { ZoneView } from './zone-view.js';
 
 /** What is at one name of our zones. */
 export interface NameRecords {

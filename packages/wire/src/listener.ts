@@ -1,22 +1,11 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
+import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 import { DnsBindError } from './errors.js';
 import type { Transport } from './response.js';
 import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
 
-export interface QueryContext {
-  transport: Transport;
-  remoteAddress: string;
-  remotePort: number;
-}
-
-/**
- * Answers one raw message; undefined means send nothing (a dropped packet). An array sends several
- * messages in order (test servers use it to forge a reply over UDP); any other iterable is a lazy
- * one (a zone transfer over TCP): each message is made when the socket has taken the previous.
- */
-export type Reply = Buffer | readonly Buffer[] | Iterable<Buffer> | undefined;
-export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
+export type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 
 export interface ListenDnsOptions {
   host: string;

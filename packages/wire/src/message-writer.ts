@@ -1,6 +1,6 @@
 import { FLAG, HEADER_BYTES, OPCODE_SHIFT, QTYPE, RCODE_MASK } from './constants.js';
+import type { DnsFlags } from './dns-flags.js';
 import { ipv4ToNumber, ipv6Groups } from './ip-address.js';
-import type { DnsFlags } from './message.js';
 import { labelOctets } from './names-on-wire.js';
 import type { OpaqueRecord, Rr } from './records.js';
 

@@ -1,8 +1,12 @@
 import dns2 from 'dns2';
 import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
+import type { DnsFlags } from './dns-flags.js';
 import { NameError, QueryFormatError } from './errors.js';
 import { canonicalIpv6 } from './ip-address.js';
 import { MessageWriter } from './message-writer.js';
+
+export type { DnsFlags };
+
 import { labelOctets, readName } from './names-on-wire.js';
 import type { DecodedRr, NameRecord, Rr } from './records.js';
 
@@ -12,18 +16,6 @@ export interface Question {
   name: string;
   type: number;
   class: number;
-}
-
-export interface DnsFlags {
-  qr: boolean;
-  opcode: number;
-  aa: boolean;
-  tc: boolean;
-  rd: boolean;
-  ra: boolean;
-  ad: boolean;
-  cd: boolean;
-  rcode: number;
 }
 
 /** A message this project builds. */

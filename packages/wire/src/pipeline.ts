@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { EDNS_DEFAULT_UDP_BYTES, FLAG, HEADER_BYTES, OPCODE, QCLASS, QTYPE, RCODE } from './constants.js';
+import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 import { QueryFormatError } from './errors.js';
-import type { QueryContext, RawHandler, Reply } from './listener.js';
 import { opcodeOf, type ParsedQuery, parseQuery } from './query.js';
 import { buildBareResponse, buildHeaderOnlyResponse, maxResponseBytes } from './response.js';
 

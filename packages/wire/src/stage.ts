@@ -1,4 +1,4 @@
-import type { Reply } from './listener.js';
+import type { Reply } from './dns-handler.js';
 import type { DnsRequest } from './pipeline.js';
 
 /** What the rest of a chain does with a request: the next stage, or the chain's end. */

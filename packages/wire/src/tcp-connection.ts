@@ -1,6 +1,6 @@
 import type net from 'node:net';
 import { TCP_MAX_BYTES } from './constants.js';
-import type { QueryContext, RawHandler, Reply } from './listener.js';
+import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 
 export interface TcpConnection {
   /** Queries read and not yet answered. */

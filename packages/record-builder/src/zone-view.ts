@@ -1,0 +1,14 @@
+import type { Fqdn } from '@cluster-dns/wire';
+import type { ClusterState } from './cluster-state.js';
+import type { PodsMode } from './pod-records.js';
+
+/** What answers are built from: the zones served, their TTL and options, and the store. */
+export interface ZoneView {
+  readonly zone: Fqdn;
+  readonly reverseZones: readonly Fqdn[];
+  readonly ttlSeconds: number;
+  readonly pods: PodsMode;
+  /** The Service whose cluster IPs `ns.dns.<zone>` (the NS target) resolves to. */
+  readonly dnsService: { namespace: string; name: string } | undefined;
+  readonly state: ClusterState;
+}

@@ -1,0 +1,19 @@
+import type { Transport } from './response.js';
+
+// What every DNS server here is: a handler of raw messages, told where each came from. Its own
+// file so the listener and the TCP connection both use it without importing each other.
+
+/** Where a message came from. */
+export interface QueryContext {
+  transport: Transport;
+  remoteAddress: string;
+  remotePort: number;
+}
+
+/**
+ * Answers one raw message; undefined means send nothing (a dropped packet). An array sends several
+ * messages in order (test servers use it to forge a reply over UDP); any other iterable is a lazy
+ * one (a zone transfer over TCP): each message is made when the socket has taken the previous.
+ */
+export type Reply = Buffer | readonly Buffer[] | Iterable<Buffer> | undefined;
+export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
