@@ -34,7 +34,7 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
   const below = labels.slice(0, labels.length - labelsOf(view.zone).length);
   const n = below.length;
   if (n === 0) {
-    const ns: Rr = { name, type: QTYPE.NS, class: QCLASS.IN, ttl, target: toFqdn(`ns.dns.${view.zone}`) };
+    const ns: Rr = { name, type: QTYPE.NS, class: QCLASS.IN, ttl, target: nameServerName(view) };
     return { rrs: [soaRecord(view, view.zone), ns], exists: true, owners: [], stable: false };
   }
   const top = below[n - 1] as string;
@@ -78,14 +78,22 @@ function dnsRecordsAt(view: ZoneView, name: Fqdn, below: readonly string[]): Nam
   if (below.length !== 2 || below[0] !== 'ns') return none(false);
   if (!view.dnsService) return none(true, true);
   const key = serviceKey(view.dnsService.namespace, view.dnsService.name);
-  const svc = view.state.serviceByKey(key);
-  const rrs = (svc?.clusterIPs ?? []).map(
+  const rrs = nameServerRecords(view, view.state.serviceByKey(key)?.clusterIPs ?? []);
+  return { rrs, exists: true, owners: [key], stable: true };
+}
+
+/** The zone's name server, `ns.dns.<zone>`: where the NS and SOA records point. */
+export const nameServerName = (view: ZoneView): Fqdn => toFqdn(`ns.dns.${view.zone}`);
+
+/** A and AAAA of `ns.dns.<zone>`: the DNS Service's cluster IPs (`--dns-service`). */
+export function nameServerRecords(view: ZoneView, clusterIPs: readonly string[]): Rr[] {
+  const name = nameServerName(view);
+  return clusterIPs.map(
     (ip): Rr =>
       ip.includes(':')
         ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip }
         : { name, type: QTYPE.A, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip },
   );
-  return { rrs, exists: true, owners: [key], stable: true };
 }
 
 /** `<a-b-c-d>.<ns>.pod.<zone>`, as --pods says. Static with insecure, volatile with verified. */
@@ -140,7 +148,7 @@ export function soaRecord(view: ZoneView, zone: Fqdn): Rr {
     class: QCLASS.IN,
     ttl: view.ttlSeconds,
     soa: {
-      primary: toFqdn(`ns.dns.${view.zone}`),
+      primary: nameServerName(view),
       admin: toFqdn(`hostmaster.${view.zone}`),
       serial: view.state.serial,
       refresh: 7200,
@@ -152,6 +160,6 @@ export function soaRecord(view: ZoneView, zone: Fqdn): Rr {
   };
 }
 
-function nsRecord(view: ZoneView, zone: Fqdn): Rr {
-  return { name: zone, type: QTYPE.NS, class: QCLASS.IN, ttl: view.ttlSeconds, target: toFqdn(`ns.dns.${view.zone}`) };
+export function nsRecord(view: ZoneView, zone: Fqdn): Rr {
+  return { name: zone, type: QTYPE.NS, class: QCLASS.IN, ttl: view.ttlSeconds, target: nameServerName(view) };
 }

@@ -8,12 +8,12 @@ import {
   type Rr,
   toFqdn,
 } from '@cluster-dns/wire';
-import type { ZoneView } from './answer-builder.js';
 import { type EndpointGroup, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { buildServiceRecords, type RecordSet, withSrvWeights } from './service-records.js';
 import type { JournalEntry } from './zone-journal.js';
-import { recordsAt, soaRecord } from './zone-records.js';
+import { nameServerName, nameServerRecords, nsRecord, recordsAt, soaRecord } from './zone-records.js';
+import type { ZoneView } from './zone-view.js';
 
 /** Records per message: small enough that a message stays far below 64 KiB. */
 const RECORDS_PER_MESSAGE = 200;
@@ -31,14 +31,8 @@ export function ownerRecords(
   const set = buildServiceRecords(service, groups, view);
   const dns = view.dnsService;
   if (dns && dns.namespace === service.namespace && dns.name === service.name) {
-    const name = toFqdn(`ns.dns.${view.zone}`);
-    const rrs = service.clusterIPs.map(
-      (ip): Rr =>
-        ip.includes(':')
-          ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip }
-          : { name, type: QTYPE.A, class: QCLASS.IN, ttl: view.ttlSeconds, address: ip },
-    );
-    if (rrs.length) set.set(name, rrs);
+    const rrs = nameServerRecords(view, service.clusterIPs);
+    if (rrs.length) set.set(nameServerName(view), rrs);
   }
   return set;
 }
@@ -86,7 +80,7 @@ function* messagesOf(q: ParsedQuery, records: Iterable<Rr>): Generator<Buffer> {
 function* wholeZone(view: ZoneView, zone: Fqdn): Generator<Rr> {
   const soa = soaRecord(view, zone);
   yield soa;
-  yield { name: zone, type: QTYPE.NS, class: QCLASS.IN, ttl: view.ttlSeconds, target: toFqdn(`ns.dns.${view.zone}`) };
+  yield nsRecord(view, zone);
   for (const { records: set } of zoneContents(view)) {
     for (const [name, rrs] of set) if (isInZone(name as Fqdn, zone)) yield* withSrvWeights(rrs);
   }

@@ -1,6 +1,7 @@
 import type { Logger } from '@cluster-dns/runtime';
 import { ClusterDnsError, QCLASS, queryDns } from '@cluster-dns/wire';
 import type { SidecarMetrics } from './metrics.js';
+import { startPeriodic } from './periodic.js';
 import type { ProbeSpec } from './probe-flag.js';
 
 /** A probe that got a reply without records: kube-dns's own wording, which dashboards match on. */
@@ -34,9 +35,6 @@ export interface ProbeDeps {
 export function startProbe(spec: ProbeSpec, deps: ProbeDeps) {
   const status: ProbeStatus = { isOk: false, latencySeconds: 0, err: 'waiting for first probe', checkedAtMs: 0 };
   const timeoutMs = Math.min(2000, Math.floor(spec.intervalMs * 0.8));
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  let inFlight: Promise<void> = Promise.resolve();
   let lastLoggedError = '';
 
   const once = async () => {
@@ -59,25 +57,11 @@ export function startProbe(spec: ProbeSpec, deps: ProbeDeps) {
     }
   };
 
-  const schedule = (delayMs: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      const started = Date.now();
-      inFlight = once().finally(() => schedule(Math.max(0, spec.intervalMs - (Date.now() - started))));
-    }, delayMs);
-    timer.unref();
-  };
-  schedule(Math.floor((deps.random ?? Math.random)() * spec.intervalMs));
-
-  return {
-    spec,
-    status,
-    stop: async () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await inFlight;
-    },
-  };
+  const loop = startPeriodic(once, {
+    intervalMs: spec.intervalMs,
+    firstDelayMs: Math.floor((deps.random ?? Math.random)() * spec.intervalMs),
+  });
+  return { spec, status, stop: loop.stop };
 }
 
 export type RunningProbe = ReturnType<typeof startProbe>;

@@ -1,6 +1,7 @@
 import type { Logger } from '@cluster-dns/runtime';
 import { ClusterDnsError, QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 import { DNSMASQ_STATS, type DnsmasqStat, type SidecarMetrics } from './metrics.js';
+import { startPeriodic } from './periodic.js';
 
 /** A CHAOS statistics reply that is not what dnsmasq sends. */
 export class StatsReplyError extends ClusterDnsError {
@@ -40,10 +41,7 @@ export function startDnsmasqPoller(options: {
   log: Logger;
 }) {
   const previous = new Map<DnsmasqStat, number>();
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
   let failing = false;
-  let inFlight: Promise<void> = Promise.resolve();
   const timeoutMs = Math.min(2000, options.intervalMs);
 
   const round = async () => {
@@ -64,20 +62,6 @@ export function startDnsmasqPoller(options: {
       previous.set(stat, Math.max(value, 0));
     }
   };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      inFlight = round().finally(schedule);
-    }, options.intervalMs);
-    timer.unref();
-  };
-  schedule();
-  return {
-    pollNow: () => round(),
-    stop: async () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await inFlight;
-    },
-  };
+  const loop = startPeriodic(round, { intervalMs: options.intervalMs, after: 'end' });
+  return { pollNow: loop.runNow, stop: loop.stop };
 }
