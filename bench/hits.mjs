@@ -41,7 +41,7 @@ async function startCeiling(reply) {
  * An older checkout's forwarder (its packages/forwarder/dist/main.js, built), with the flags it
  * knows: one that predates a flag is started again without the flags it refused.
  */
-async function startBaseline(dir, args) {
+export async function startBaseline(dir, args) {
   const script = join(dir, 'packages/forwarder/dist/main.js');
   try {
     return await startOurs('forwarder', args, SERVER_CORE, {}, script);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
-import { baselineName, runHitCeiling } from './hits.mjs';
+import { baselineName, runHitCeiling, startBaseline } from './hits.mjs';
 import {
   LOAD_CORE,
   machine,
@@ -86,22 +86,8 @@ const forwarderArgs = (server, extra) => [
   ...extra,
 ];
 const toRecordBuilder = (rbPort) => `/cluster.local/127.0.0.1#${rbPort}`;
-/** A --baseline checkout's forwarder, no cache, to `server` (without the flags it predates). */
-const startBaselineForwarder = async (dir, server) => {
-  const script = join(dir, 'packages/forwarder/dist/main.js');
-  const args = forwarderArgs(server, ['--cache-size=0']);
-  try {
-    return await startOurs('forwarder', args, SERVER_CORE, {}, script);
-  } catch {
-    return startOurs(
-      'forwarder',
-      args.filter((a) => !a.startsWith('--metrics')),
-      SERVER_CORE,
-      {},
-      script,
-    );
-  }
-};
+/** A --baseline checkout's forwarder, no cache, to `server`. */
+const startBaselineForwarder = (dir, server) => startBaseline(dir, forwarderArgs(server, ['--cache-size=0']));
 
 const maxQps = async (pid, port, names, mode = 'udp') => {
   if (tools.dnsperf) return withCpu(pid, () => runDnsperf({ port, file: writeQueryFile(names), seconds, mode }));

@@ -73,6 +73,15 @@ function cacheUnderTest(options: { negativeCache?: boolean; pushed?: boolean; pr
   };
 }
 
+/** A promise the test resolves when it chooses: an upstream that answers when told. */
+function gated() {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  return { gate, release };
+}
+
 describe('the cache stage, without sockets', () => {
   it('asks once, then answers from the cache with the remaining TTL, the asker’s ID and spelling', async () => {
     const c = cacheUnderTest();
@@ -99,10 +108,7 @@ describe('the cache stage, without sockets', () => {
 
   it('shares one question among identical queries in flight, each answered with its own ID', async () => {
     const c = cacheUnderTest();
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
+    const { gate, release } = gated();
     c.answerWith(async (name, qtype) => {
       await gate;
       return resolvedAnswer(name, qtype, { address: '192.0.2.2' });
@@ -148,10 +154,7 @@ describe('the cache stage, without sockets', () => {
 
   it('does not keep an answer fetched across a zone change (its epoch moved)', async () => {
     const c = cacheUnderTest();
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
+    const { gate, release } = gated();
     c.answerWith(async (name, qtype) => {
       await gate;
       return resolvedAnswer(name, qtype, { address: '192.0.2.3' });

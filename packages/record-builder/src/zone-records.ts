@@ -42,7 +42,7 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
     const txt: Rr = { name, type: QTYPE.TXT, class: QCLASS.IN, ttl, text: [SCHEMA_VERSION] };
     return { rrs: [txt], exists: true, owners: [], stable: true };
   }
-  if (top === 'dns') return dnsRecordsAt(view, name, below);
+  if (top === 'dns') return dnsRecordsAt(view, below);
   if (top === 'pod') return podRecordsAt(view, name);
   if (top !== 'svc') return none(false);
   if (n === 1) return none(state.hasServices());
@@ -73,7 +73,7 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
 }
 
 /** `ns.dns.<zone>`: the NS target, resolving to the DNS Service's cluster IPs; `dns.<zone>` above it. */
-function dnsRecordsAt(view: ZoneView, name: Fqdn, below: readonly string[]): NameRecords {
+function dnsRecordsAt(view: ZoneView, below: readonly string[]): NameRecords {
   if (below.length === 1) return none(true, true);
   if (below.length !== 2 || below[0] !== 'ns') return none(false);
   if (!view.dnsService) return none(true, true);

@@ -2,7 +2,6 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 import { DnsBindError } from './errors.js';
-import type { Transport } from './response.js';
 import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
 
 export type { QueryContext, RawHandler, Reply } from './dns-handler.js';
