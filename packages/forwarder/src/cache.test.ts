@@ -1,6 +1,14 @@
 import { buildQueryMessage, encodeMessage, type Fqdn, parseQuery, QTYPE, RCODE, toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { type CachePolicy, cacheIdOf, cacheKeyOf, cacheTtlOf, ReplyCache, toCachedReply } from './cache.js';
+import {
+  type CachePolicy,
+  cacheIdOf,
+  cacheKeyOf,
+  cacheTtlOf,
+  MAX_SAME_HASH,
+  ReplyCache,
+  toCachedReply,
+} from './cache.js';
 import { resolvedAnswer, testRoute } from './test-chain.js';
 
 const policy: CachePolicy = { negativeCache: true, negTtlSeconds: 0, minCacheTtlSeconds: 0, maxCacheTtlSeconds: 0 };
@@ -42,6 +50,39 @@ describe('the reply cache, without sockets', () => {
     expect(cache.lookup(queryOf('b.example.org'))).toBeUndefined();
     expect(cache.lookup(queryOf('a.example.org'))).toBeDefined();
     expect(cache.counts).toEqual({ insertions: 3, evictions: 1, denialEvictions: 0 });
+  });
+
+  it('keeps an entry used in every eighth of the insertions, though a hit moves it in the LRU only that often', () => {
+    // 64 entries: a hit moves its entry to the newest end once 8 insertions came since the last move.
+    const cache = new ReplyCache(64, () => 0);
+    const hot = queryOf('hot.example.org');
+    cache.set(entryFor('hot.example.org', 0));
+    for (let i = 0; i < 1000; i++) {
+      cache.set(entryFor(`cold-${i}.example.org`, 0));
+      // Asked after every eighth insertion, as a hit asked that often must survive any churn.
+      if (i % 8 === 7) expect(cache.lookup(hot), `after ${i + 1} insertions`).toBeDefined();
+    }
+    // Cold entries are pushed out oldest first: the newest 63 are there, the one before them not.
+    expect(cache.lookup(queryOf('cold-999.example.org'))).toBeDefined();
+    expect(cache.lookup(queryOf('cold-937.example.org'))).toBeDefined();
+    expect(cache.lookup(queryOf('cold-936.example.org'))).toBeUndefined();
+    // Left alone, the hot entry goes the way of the others.
+    for (let i = 0; i < 64; i++) cache.set(entryFor(`late-${i}.example.org`, 0));
+    expect(cache.lookup(hot)).toBeUndefined();
+  });
+
+  it('keeps at most MAX_SAME_HASH entries on one question hash, however the names were picked', () => {
+    const cache = new ReplyCache(100, () => 0);
+    const names = Array.from({ length: MAX_SAME_HASH + 3 }, (_, i) => `n${i}.example.org`);
+    // As if every name fell on one hash: what a hit compares stays bounded.
+    for (const name of names) cache.set({ ...entryFor(name, 0), nameHash: 42 });
+    expect(cache.size).toBe(MAX_SAME_HASH);
+    expect(cache.counts.insertions).toBe(names.length);
+    // The oldest made room, counted as evictions; nothing on other hashes is touched.
+    expect(cache.counts.evictions).toBe(3);
+    cache.set(entryFor('other.example.org', 0));
+    expect(cache.size).toBe(MAX_SAME_HASH + 1);
+    expect(cache.lookup(queryOf('other.example.org'))).toBeDefined();
   });
 
   it('drops by name, by zone and by route, each exactly the entries it names', () => {

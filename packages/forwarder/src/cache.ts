@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import {
   type Fqdn,
   HEADER_BYTES,
@@ -52,6 +53,8 @@ export interface CachedReply {
   readonly names: readonly Fqdn[];
   /** Hits since it was stored, for prefetch. */
   hits: number;
+  /** The cache's insertion count when this entry last moved to the LRU's newest end (ReplyCache's). */
+  lruMark: number;
   /** NXDOMAIN or NODATA (CoreDNS's cache "denial" type), else "success". */
   readonly denial: boolean;
 }
@@ -77,6 +80,9 @@ export interface CachePolicy {
   minCacheTtlSeconds: number;
   maxCacheTtlSeconds: number;
 }
+
+/** Entries kept on one question hash (see ReplyCache.set). */
+export const MAX_SAME_HASH = 8;
 
 /** The longest any answer is kept (RFC 8767 §4), and any negative answer (RFC 2308 §5's three hours). */
 export const MAX_TTL_SECONDS = 604_800;
@@ -141,6 +147,7 @@ export function toCachedReply(
     routeKind: route.kind,
     names: [...names],
     hits: 0,
+    lruMark: 0,
     denial,
   };
 }
@@ -161,6 +168,14 @@ export class ReplyCache {
    */
   private readonly byQuestion = new Map<number, CachedReply[]>();
   private denials = 0;
+  /**
+   * A hit moves its entry to the LRU's newest end only when this many insertions came since it was
+   * last moved there, as memcached bumps an item at most once a minute. Moving it costs more than
+   * the rest of a hit's lookup, and until then the entry is among the newest eighth anyway: a used
+   * entry outlives at least 7/8 of the insertions that exact LRU would give it, and with few
+   * insertions (a warm cache) hits touch the LRU not at all.
+   */
+  private readonly bumpAfter: number;
   readonly counts: CacheCounts = { insertions: 0, evictions: 0, denialEvictions: 0 };
 
   constructor(
@@ -168,6 +183,7 @@ export class ReplyCache {
     private readonly now: () => number = Date.now,
     private readonly maxStaleSeconds = 0,
   ) {
+    this.bumpAfter = Math.max(1, Math.floor(maxEntries / 8));
     this.lru =
       maxEntries > 0
         ? new LRUCache<string, CachedReply>({
@@ -208,8 +224,11 @@ export class ReplyCache {
       const { key } = entry;
       if (key.qtype !== q.qtype || key.qclass !== q.qclass || key.dnssecOk !== dnssecOk) continue;
       if (entry.nameEnd !== nameEnd || !sameNameOctets(entry.wire, q.raw, HEADER_BYTES, nameEnd)) continue;
-      // Through the LRU, so the entry counts as used.
-      this.lru?.get(key.id);
+      if (this.counts.insertions - entry.lruMark >= this.bumpAfter) {
+        // Through the LRU, so the entry counts as used.
+        this.lru?.get(key.id);
+        entry.lruMark = this.counts.insertions;
+      }
       const remainingSeconds = this.remainingSeconds(entry);
       if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
       if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
@@ -225,8 +244,20 @@ export class ReplyCache {
     if (this.lru.peek(entry.key.id) !== entry) return;
     if (entry.denial) this.denials++;
     const sameHash = this.byQuestion.get(entry.nameHash);
-    if (sameHash) sameHash.push(entry);
-    else this.byQuestion.set(entry.nameHash, [entry]);
+    if (sameHash) {
+      // A hit compares the octets of every entry on its hash: however the names were picked, that
+      // stays a few compares, as the oldest on a full hash makes room.
+      if (sameHash.length >= MAX_SAME_HASH) {
+        const oldest = sameHash[0] as CachedReply;
+        // Pushed out to make room, as the LRU's own evictions are, and counted with them.
+        if (this.remainingSeconds(oldest) > 0) {
+          this.counts.evictions++;
+          if (oldest.denial) this.counts.denialEvictions++;
+        }
+        this.lru.delete(oldest.key.id);
+      }
+      sameHash.push(entry);
+    } else this.byQuestion.set(entry.nameHash, [entry]);
     for (const name of entry.names) {
       let entries = this.byName.get(name);
       if (!entries) {
@@ -236,6 +267,7 @@ export class ReplyCache {
       entries.add(entry);
     }
     this.counts.insertions++;
+    entry.lruMark = this.counts.insertions;
   }
 
   /** Drops every entry that holds one of these names (as question, answer or additional owner). */

@@ -7,21 +7,30 @@ import type { Registry } from 'prom-client';
  * per hit). Here a query costs a map lookup and a few additions.
  */
 export class LabelledCounts {
-  private readonly counts = new Map<string | number, { labels: Record<string, string>; value: number }>();
+  private readonly named = new Map<string, Series>();
+  /** Series keyed by a small number: an array slot, which costs less per query than a Map's hash. */
+  private readonly numbered: Array<Series | undefined> = [];
 
   /**
-   * Adds one to the series `key` (a cheap string the caller builds, or better a number: no string
-   * made or hashed per query), made with `labels()` once.
+   * Adds one to the series `key` (a cheap string the caller builds, or better a small number: no
+   * string made or hashed per query), made with `labels()` once.
    */
   inc(key: string | number, labels: () => Record<string, string>): void {
-    const entry = this.counts.get(key);
+    const entry = typeof key === 'number' ? this.numbered[key] : this.named.get(key);
     if (entry) entry.value++;
-    else this.counts.set(key, { labels: labels(), value: 1 });
+    else if (typeof key === 'number') this.numbered[key] = { labels: labels(), value: 1 };
+    else this.named.set(key, { labels: labels(), value: 1 });
   }
 
   entries(): Array<[Record<string, string>, number]> {
-    return [...this.counts.values()].map((e) => [e.labels, e.value]);
+    const all = [...this.numbered.filter((e) => e !== undefined), ...this.named.values()];
+    return all.map((e) => [e.labels, e.value]);
   }
+}
+
+interface Series {
+  labels: Record<string, string>;
+  value: number;
 }
 
 /** CoreDNS's request duration buckets: 0.25 ms doubling to 8.192 s. */
@@ -29,18 +38,17 @@ export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 16 }, (_
 
 /** A histogram per label set, bucketed by hand; `registerHistogram` shows it to a registry. */
 export class HistogramStore {
-  private readonly series = new Map<
-    string | number,
-    { labels: Record<string, string>; buckets: Float64Array; sum: number }
-  >();
+  private readonly named = new Map<string, HistogramSeries>();
+  private readonly numbered: Array<HistogramSeries | undefined> = [];
 
   constructor(readonly bounds: readonly number[] = DURATION_BUCKETS) {}
 
   observe(key: string | number, labels: () => Record<string, string>, value: number): void {
-    let s = this.series.get(key);
+    let s = typeof key === 'number' ? this.numbered[key] : this.named.get(key);
     if (!s) {
       s = { labels: labels(), buckets: new Float64Array(this.bounds.length + 1), sum: 0 };
-      this.series.set(key, s);
+      if (typeof key === 'number') this.numbered[key] = s;
+      else this.named.set(key, s);
     }
     // Buckets hold their own counts; cumulated when scraped. Few bounds: a linear walk is fastest.
     let i = 0;
@@ -52,7 +60,7 @@ export class HistogramStore {
   /** The series in Prometheus's form, cumulated, for a metric called `name`. */
   values(name: string): Array<{ metricName: string; labels: Record<string, string | number>; value: number }> {
     const out: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
-    for (const s of this.series.values()) {
+    for (const s of [...this.numbered.filter((e) => e !== undefined), ...this.named.values()]) {
       let cumulative = 0;
       this.bounds.forEach((le, i) => {
         cumulative += s.buckets[i] as number;
@@ -65,6 +73,12 @@ export class HistogramStore {
     }
     return out;
   }
+}
+
+interface HistogramSeries {
+  labels: Record<string, string>;
+  buckets: Float64Array;
+  sum: number;
 }
 
 /** Exposes a HistogramStore to the registry as the histogram `name`, read at scrape time. */
