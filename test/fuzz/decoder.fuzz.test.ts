@@ -137,7 +137,7 @@ describe('decoders on hostile octets', () => {
     });
     fc.assert(
       fc.property(octets(), (bytes) => {
-        const reply = pipeline(bytes, { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 1 });
+        const reply = pipeline(bytes, { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 1, family: 4 });
         if (reply instanceof Promise) throw new Error('the pipeline of a synchronous handler went asynchronous');
         if (reply === undefined) return;
         const first = Buffer.isBuffer(reply) ? reply : [...reply][0];

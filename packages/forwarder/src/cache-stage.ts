@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
 import {
   buildBareResponse,

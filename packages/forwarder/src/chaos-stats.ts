@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import { encodeMessage, type Fqdn, QCLASS, QTYPE } from '@cluster-dns/wire';
 
 /** What `<name>.bind` CHAOS TXT queries report, as dnsmasq does. */

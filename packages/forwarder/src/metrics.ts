@@ -1,5 +1,5 @@
 import { collectProcessMetrics } from '@cluster-dns/runtime';
-import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
+import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
@@ -297,7 +297,7 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
       if (!query) return;
       // Series keyed by small numbers: a query makes no string and hashes none.
       const tcp = context.transport === 'tcp' ? 1 : 0;
-      const v6 = context.remoteAddress.includes(':') ? 1 : 0;
+      const v6 = context.family === 6 ? 1 : 0;
       const type = typeIndexOf(query.qtype, typeLabel);
       requests.inc(type * 4 + tcp * 2 + v6, () => ({
         ...base(),
@@ -307,7 +307,7 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
       }));
       duration.observe(type, () => ({ ...base(), type: typeLabel(query.qtype) }), outcome.seconds);
       // The header's four bits: 16 rcodes, and a 17th for a message dropped unanswered.
-      const rcode = reply ? reply.readUInt16BE(2) & RCODE_MASK : 16;
+      const rcode = reply ? u16(reply, 2) & RCODE_MASK : 16;
       responses.inc(rcode, () => ({ ...base(), rcode: rcode === 16 ? 'dropped' : rcodeLabel(rcode), plugin: '' }));
     },
   };

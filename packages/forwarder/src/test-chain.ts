@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import {
   buildQueryMessage,
   createQueryPipeline,
@@ -16,7 +17,7 @@ import type { ForwarderRequest } from './forward-stage.js';
 import type { Resolved } from './resolution.js';
 import type { Route } from './route-table.js';
 
-const UDP: QueryContext = { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 4000 };
+const UDP: QueryContext = { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 4000, family: 4 };
 
 export interface AskOptions {
   id?: number;

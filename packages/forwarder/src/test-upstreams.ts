@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import type { HostPort } from '@cluster-dns/runtime';
 import { type ExchangeOptions, encodeMessage, parseQuery, QTYPE, type Rr } from '@cluster-dns/wire';
 import { RouteTable } from './route-table.js';

@@ -1,4 +1,6 @@
+import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { ClusterDnsError, type HostPort } from '@cluster-dns/runtime';
 import {
   compareQuestion,

@@ -55,7 +55,12 @@ describe('protocol', () => {
     const t = bigHeadless(100);
     const raw = (udpSize: number) =>
       encodeMessage(buildQueryMessage(5, `big.data.${Z}`, QTYPE.A, { edns: { udpSize } }));
-    const asked4096 = t.handle(raw(4096), { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 1 }) as Buffer;
+    const asked4096 = t.handle(raw(4096), {
+      transport: 'udp',
+      remoteAddress: '127.0.0.1',
+      remotePort: 1,
+      family: 4,
+    }) as Buffer;
     expect(asked4096.length).toBeLessThanOrEqual(1232);
     const capped = decodeMessage(asked4096);
     expect(capped.flags.tc).toBe(true);
@@ -89,10 +94,11 @@ describe('protocol', () => {
       transport: 'udp',
       remoteAddress: '127.0.0.1',
       remotePort: 1,
+      family: 4,
     });
     expect(decodeMessage(reply as Buffer).flags.rcode).toBe(RCODE.FORMERR);
     expect(
-      t.handle(Buffer.from('ab', 'hex'), { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 1 }),
+      t.handle(Buffer.from('ab', 'hex'), { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 1, family: 4 }),
     ).toBeUndefined();
   });
 

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
 import type { FeedMarker, FeedUpdate, ResourceName, WorkerConfig, WorkerMessage } from './api-feed-protocol.js';

@@ -1,5 +1,5 @@
 import { collectProcessMetrics } from '@cluster-dns/runtime';
-import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel } from '@cluster-dns/wire';
+import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResourceName } from './watched-resources.js';
 
@@ -218,7 +218,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
       c.count.inc();
       c.duration.observe(outcome.seconds);
       c.size.observe(reply?.length ?? 0);
-      const flags = reply?.readUInt16BE(2) ?? 0;
+      const flags = reply ? u16(reply, 2) : 0;
       // A zone transfer is sent lazily, after this: no first message to read, and not a failure.
       const lazy = query.qtype === QTYPE.AXFR || query.qtype === QTYPE.IXFR;
       const rcode = reply ? flags & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;

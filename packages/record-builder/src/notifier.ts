@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
 import { buildNotify, type DnsServer, type Fqdn, isNotifyAck, randomQueryId } from '@cluster-dns/wire';
 

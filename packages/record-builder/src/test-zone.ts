@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import {
   buildQueryMessage,
   createQueryPipeline,
@@ -59,6 +60,7 @@ export function createTestZone(
       transport: extra.transport ?? 'udp',
       remoteAddress: extra.remote ?? '127.0.0.1',
       remotePort: 5000,
+      family: 4,
     });
     const first = Buffer.isBuffer(reply) ? reply : [...(reply ?? [])][0];
     if (!first) throw new Error('no reply');
@@ -66,7 +68,7 @@ export function createTestZone(
   };
   /** Every message of a reply, a lazy one (a zone transfer) read to its end. */
   const messages = (raw: Buffer, remote = '127.0.0.1', transport: 'udp' | 'tcp' = 'tcp'): Buffer[] => {
-    const reply = handle(raw, { transport, remoteAddress: remote, remotePort: 1 });
+    const reply = handle(raw, { transport, remoteAddress: remote, remotePort: 1, family: 4 });
     return Buffer.isBuffer(reply) ? [reply] : [...(reply ?? [])];
   };
   return {

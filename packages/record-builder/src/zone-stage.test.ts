@@ -26,7 +26,7 @@ function through(stages: Array<ZoneStage | TransferStage>, remote = '127.0.0.1')
   const ask = (name: string, type: number = QTYPE.A, transport: 'udp' | 'tcp' = 'udp') => {
     const request: ZoneRequest = {
       query: parseQuery(encodeMessage(buildQueryMessage(1, name, type))),
-      context: { transport, remoteAddress: remote, remotePort: 1 },
+      context: { transport, remoteAddress: remote, remotePort: 1, family: 4 },
       limitBytes: 512,
       udpPayloadBytes: 1232,
     };

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';

@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import type { Transport } from './response.js';
 
 // What every DNS server here is: a handler of raw messages, told where each came from. Its own
@@ -8,6 +9,8 @@ export interface QueryContext {
   transport: Transport;
   remoteAddress: string;
   remotePort: number;
+  /** The address family of remoteAddress: metrics label by it, and a string search per query to tell is not free. */
+  family: 4 | 6;
 }
 
 /**

@@ -76,6 +76,7 @@ export {
 } from './message.js';
 export { flagsWord, MessageWriter } from './message-writer.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
+export { putU16, putU32, u16, u32 } from './octets.js';
 export { encodeOptRecord } from './opt-record.js';
 export {
   createQueryPipeline,

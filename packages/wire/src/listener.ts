@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
@@ -83,7 +84,7 @@ export async function listenDns(options: ListenDnsOptions): Promise<DnsListener>
     } catch {
       // Some sandboxes refuse SO_RCVBUF; the kernel's default buffer still works.
     }
-    return serve(options, tcp, udp, port);
+    return serve(options, tcp, udp, port, family);
   }
   throw new DnsBindError(`${options.host}:0`, lastError, options.flags);
 }
@@ -120,7 +121,13 @@ function bindUdp(socket: dgram.Socket, host: string, port: number): Promise<void
   });
 }
 
-function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, port: number): DnsListener {
+function serve(
+  options: ListenDnsOptions,
+  tcp: net.Server,
+  udp: dgram.Socket,
+  port: number,
+  family: 4 | 6,
+): DnsListener {
   const { handler } = options;
   const connections = new Set<TcpConnection>();
   const reportError = (error: unknown, context: QueryContext) => options.onHandlerError?.(error, context);
@@ -136,7 +143,7 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
   // A send error (say, the client's port is gone) concerns one packet, not the server: sends
   // carry no callback (with one, Node defers it by a tick even when the send is done at once, a
   // tenth of a cache hit's cost), so their errors arrive here.
-  udp.on('error', (error) => reportError(error, { transport: 'udp', remoteAddress: '', remotePort: 0 }));
+  udp.on('error', (error) => reportError(error, { transport: 'udp', remoteAddress: '', remotePort: 0, family }));
   const sendUdp = (reply: Reply, port: number, address: string) => {
     if (udpClosed || reply === undefined) return;
     if (Buffer.isBuffer(reply)) udp.send(reply, port, address);
@@ -144,7 +151,7 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
   };
   udp.on('message', (msg, rinfo) => {
     if (draining) return;
-    const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port };
+    const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port, family };
     let reply: Reply | Promise<Reply>;
     try {
       reply = handler(msg, context);
@@ -170,7 +177,7 @@ function serve(options: ListenDnsOptions, tcp: net.Server, udp: dgram.Socket, po
   const maxPerClient = options.maxTcpConnectionsPerClient ?? maxConnections;
   const perClient = new Map<string, number>();
   const maxPipelined = options.maxTcpPipelined ?? 100;
-  tcp.on('error', (error) => reportError(error, { transport: 'tcp', remoteAddress: '', remotePort: 0 }));
+  tcp.on('error', (error) => reportError(error, { transport: 'tcp', remoteAddress: '', remotePort: 0, family }));
   tcp.on('connection', (socket) => {
     const client = socket.remoteAddress ?? '';
     const fromClient = perClient.get(client) ?? 0;

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, OPCODE_SHIFT, QTYPE, RCODE_MASK } from './constants.js';
 import type { DnsFlags } from './dns-flags.js';
 import { ipv4ToNumber, ipv6Groups } from './ip-address.js';

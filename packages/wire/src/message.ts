@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import dns2 from 'dns2';
 import { EDNS_DO_BIT, FLAG, HEADER_BYTES, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE_MASK } from './constants.js';
 import type { DnsFlags } from './dns-flags.js';

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { NameError, QueryFormatError } from './errors.js';
 
 /**

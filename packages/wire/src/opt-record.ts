@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { EDNS_DEFAULT_UDP_BYTES, EDNS_DO_BIT, OPT_RECORD_BYTES, QTYPE } from './constants.js';
 
 /**

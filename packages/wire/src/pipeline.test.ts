@@ -5,7 +5,7 @@ import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
 import { createQueryPipeline, type QueryOutcome } from './pipeline.js';
 import { buildBareResponse } from './response.js';
 
-const context: QueryContext = { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 5353 };
+const context: QueryContext = { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 5353, family: 4 };
 const query = (type: number = QTYPE.A, options: Parameters<typeof buildQueryMessage>[3] = {}) =>
   encodeMessage(buildQueryMessage(0x4242, 'a.example.org.', type, options));
 

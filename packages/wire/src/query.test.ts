@@ -123,5 +123,15 @@ describe('the question name without a string per query', () => {
     const b = raw('b.example.org');
     expect(parseQuery(a).nameHash).not.toBe(parseQuery(b).nameHash);
     expect(sameNameOctets(a, b, 12, parseQuery(a).questionEnd - 4)).toBe(false);
+    // Octets one bit apart that are not a letter in two cases: '@' and '`', '[' and '{', '^' and '~'.
+    for (const [x, y] of [
+      ['\\064', '\\096'],
+      ['\\091', '\\123'],
+      ['\\094', '\\126'],
+    ]) {
+      const p = raw(`a${x}.example.org`);
+      const q = raw(`a${y}.example.org`);
+      expect(sameNameOctets(p, q, 12, parseQuery(p).questionEnd - 4), `${x} vs ${y}`).toBe(false);
+    }
   });
 });

@@ -1,3 +1,5 @@
+import { Buffer } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
 import {
   EDNS_DO_BIT,
   FLAG,
@@ -10,6 +12,7 @@ import {
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, ROOT, toFqdn } from './fqdn.js';
 import { CANONICAL_OCTET, ESCAPED, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
+import { u16, u32 } from './octets.js';
 
 /** The EDNS0 pseudo-record of a message (RFC 6891 §6.1). */
 export interface Edns {
@@ -44,19 +47,33 @@ export interface ParsedQuery {
 
 /** The opcode of a message whose header is readable. */
 export function opcodeOf(raw: Buffer): number {
-  return (raw.readUInt16BE(2) & OPCODE_MASK) >> OPCODE_SHIFT;
+  return (u16(raw, 2) & OPCODE_MASK) >> OPCODE_SHIFT;
 }
 
-/** FNV-1a, 32 bits, over octets [start, end) of `octets` as canonical (ASCII letters lowercased). */
+/**
+ * FNV-1a, 32 bits, over octets [start, end) of a name on the wire, each with its 0x20 bit set: an
+ * ASCII capital and its small letter hash alike, as canonical names must (RFC 4343), with no table
+ * lookup per octet. Other octets that differ only in that bit collide, which costs a compare: a
+ * cache checks the octets of every candidate (sameNameOctets). The offset basis is drawn at
+ * start, so nobody can work out offline a set of names that all fall on one hash.
+ */
 export function nameHashOf(octets: Uint8Array, start: number, end: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = start; i < end; i++) hash = Math.imul(hash ^ (LOWER[octets[i] as number] as number), 0x01000193);
+  let hash = HASH_BASIS;
+  for (let i = start; i < end; i++) hash = Math.imul(hash ^ ((octets[i] as number) | 0x20), FNV_PRIME);
   return hash >>> 0;
 }
 
+const HASH_BASIS = randomBytes(4).readUInt32BE(0) | 0;
+const FNV_PRIME = 0x01000193;
+
 /** True when the names at `a`[start..) and `b`[start..) are the same octets but for ASCII case. */
 export function sameNameOctets(a: Uint8Array, b: Uint8Array, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) if (LOWER[a[i] as number] !== LOWER[b[i] as number]) return false;
+  for (let i = start; i < end; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    // Equal, or a letter in both cases: they differ in the 0x20 bit alone and that bit set gives a-z.
+    if (x !== y && ((x ^ y) !== 0x20 || ((x | 0x20) - 0x61) >>> 0 > 25)) return false;
+  }
   return true;
 }
 
@@ -69,6 +86,8 @@ const LOWER = Uint8Array.from({ length: 256 }, (_, c) => (c >= 0x41 && c <= 0x5a
 class QueryView implements ParsedQuery {
   private asked: string | undefined;
   private canonical: Fqdn | undefined;
+  /** Whether the name holds an octet that needs an escape in text form (then read through readName). */
+  private escapedName: boolean | undefined;
 
   constructor(
     readonly raw: Buffer,
@@ -81,9 +100,12 @@ class QueryView implements ParsedQuery {
     readonly qclass: number,
     readonly questionEnd: number,
     readonly edns: Edns | undefined,
-    /** The name holds an octet that needs an escape in text form (read through readName). */
-    private readonly escaped: boolean,
   ) {}
+
+  private get escaped(): boolean {
+    this.escapedName ??= needsEscape(this.raw, this.questionEnd - 4);
+    return this.escapedName;
+  }
 
   get qname(): string {
     this.asked ??= this.escaped
@@ -115,6 +137,15 @@ function nameText(raw: Buffer, nameEnd: number, lower: boolean): string {
 
 const scratch = Buffer.alloc(256);
 
+function needsEscape(raw: Buffer, nameEnd: number): boolean {
+  for (let at = HEADER_BYTES; at < nameEnd - 1; ) {
+    const labelEnd = at + (raw[at] as number);
+    for (let i = at + 1; i <= labelEnd; i++) if (CANONICAL_OCTET[raw[i] as number] === ESCAPED) return true;
+    at = labelEnd + 1;
+  }
+  return false;
+}
+
 /**
  * Reads the header, the one question and any OPT record of a query. Throws QueryFormatError:
  * `headerReadable` false means drop the packet, true means answer FORMERR. Responses (QR=1)
@@ -122,20 +153,20 @@ const scratch = Buffer.alloc(256);
  */
 export function parseQuery(raw: Buffer): ParsedQuery {
   if (raw.length < HEADER_BYTES) throw new QueryFormatError('shorter than a DNS header', false);
-  const flags = raw.readUInt16BE(2);
+  const flags = u16(raw, 2);
   if (flags & FLAG.QR) throw new QueryFormatError('QR is set: a response, not a query', false);
-  const qdcount = raw.readUInt16BE(4);
+  const qdcount = u16(raw, 4);
   if (qdcount !== 1) throw new QueryFormatError(`QDCOUNT is ${qdcount}, expected 1`, true);
   // One pass over the name: its shape checked (the question is patched into answers in place, so
-  // a compression pointer is refused), its canonical octets hashed, escapes noted.
+  // a compression pointer is refused) and its octets hashed as nameHashOf does. Nothing else per
+  // octet: whether it needs escapes is asked only when its text form is (a miss, a log line).
   let pos = HEADER_BYTES;
   let total = 1;
-  let escaped = false;
-  let hash = 0x811c9dc5;
+  let hash = HASH_BASIS;
   for (;;) {
     if (pos >= raw.length) throw new QueryFormatError('name runs past the end of the message', true);
     const len = raw[pos] as number;
-    hash = Math.imul(hash ^ len, 0x01000193);
+    hash = Math.imul(hash ^ (len | 0x20), FNV_PRIME);
     if (len === 0) break;
     if ((len & 0xc0) !== 0) {
       throw new QueryFormatError(
@@ -147,15 +178,7 @@ export function parseQuery(raw: Buffer): ParsedQuery {
     if (labelEnd > raw.length) throw new QueryFormatError('label runs past the end of the message', true);
     total += len + 1;
     if (total > MAX_NAME_OCTETS) throw new QueryFormatError('name longer than 255 octets', true);
-    for (let i = pos + 1; i < labelEnd; i++) {
-      const octet = raw[i] as number;
-      let canonical = CANONICAL_OCTET[octet] as number;
-      if (canonical === ESCAPED) {
-        escaped = true;
-        canonical = octet;
-      }
-      hash = Math.imul(hash ^ canonical, 0x01000193);
-    }
+    for (let i = pos + 1; i < labelEnd; i++) hash = Math.imul(hash ^ ((raw[i] as number) | 0x20), FNV_PRIME);
     pos = labelEnd;
   }
   const end = pos + 1;
@@ -163,16 +186,15 @@ export function parseQuery(raw: Buffer): ParsedQuery {
   const questionEnd = end + 4;
   return new QueryView(
     raw,
-    raw.readUInt16BE(0),
+    u16(raw, 0),
     (flags & OPCODE_MASK) >> OPCODE_SHIFT,
     (flags & FLAG.RD) !== 0,
     (flags & FLAG.CD) !== 0,
     hash >>> 0,
-    raw.readUInt16BE(end),
-    raw.readUInt16BE(end + 2),
+    u16(raw, end),
+    u16(raw, end + 2),
     questionEnd,
     readEdns(raw, questionEnd),
-    escaped,
   );
 }
 
@@ -182,24 +204,24 @@ export function parseQuery(raw: Buffer): ParsedQuery {
  * octets present runs out of message and is FORMERR too.
  */
 function readEdns(raw: Buffer, start: number): Edns | undefined {
-  const rrCount = raw.readUInt16BE(6) + raw.readUInt16BE(8);
-  const arcount = raw.readUInt16BE(10);
+  const rrCount = u16(raw, 6) + u16(raw, 8);
+  const arcount = u16(raw, 10);
   let pos = start;
   let edns: Edns | undefined;
   for (let i = 0; i < rrCount + arcount; i++) {
     const nameStart = pos;
     pos = skipName(raw, pos);
     if (pos + 10 > raw.length) throw new QueryFormatError('record runs past the end of the message', true);
-    const type = raw.readUInt16BE(pos);
-    const rdlength = raw.readUInt16BE(pos + 8);
+    const type = u16(raw, pos);
+    const rdlength = u16(raw, pos + 8);
     if (pos + 10 + rdlength > raw.length) throw new QueryFormatError('RDATA runs past the end of the message', true);
     if (type === QTYPE.OPT) {
       if (i < rrCount) throw new QueryFormatError('OPT record outside the additional section', true);
       if (edns) throw new QueryFormatError('more than one OPT record', true);
       if (raw[nameStart] !== 0) throw new QueryFormatError('OPT record owner is not the root', true);
-      const ttl = raw.readUInt32BE(pos + 4);
+      const ttl = u32(raw, pos + 4);
       edns = {
-        udpSize: Math.max(UDP_LEGACY_MAX_BYTES, raw.readUInt16BE(pos + 2)),
+        udpSize: Math.max(UDP_LEGACY_MAX_BYTES, u16(raw, pos + 2)),
         version: (ttl >>> 16) & 0xff,
         dnssecOk: (ttl & EDNS_DO_BIT) !== 0,
       };

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, QTYPE } from './constants.js';
 import { readName, writeName } from './names-on-wire.js';
 import type { ScannedRecord } from './response-scan.js';

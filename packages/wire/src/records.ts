@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import type { QTYPE } from './constants.js';
 
 export interface Soa {

@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, RCODE, RCODE_MASK } from './constants.js';
 
 /**

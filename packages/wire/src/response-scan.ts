@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, QTYPE, RCODE_MASK } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { wireTtl } from './message.js';

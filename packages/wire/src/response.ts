@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import {
   EDNS_DEFAULT_UDP_BYTES,
   FLAG,
@@ -9,6 +10,7 @@ import {
   TCP_MAX_BYTES,
   UDP_LEGACY_MAX_BYTES,
 } from './constants.js';
+import { putU16, putU32, u16 } from './octets.js';
 import { encodeOptRecord } from './opt-record.js';
 import type { ParsedQuery } from './query.js';
 import { truncateReply } from './truncate.js';
@@ -119,9 +121,9 @@ export function finishFromTemplate(
   const body = template.length + optBytes > limitBytes ? truncateReply(template, limitBytes - optBytes) : template;
   const bodyBytes = body.length;
   const out = Buffer.allocUnsafe(bodyBytes + optBytes);
-  // Whole-buffer copies only, and the few octets that change by hand: Buffer#copy of a part makes
-  // a typed-array view per call, which a cache hit cannot afford.
-  body.copy(out);
+  // Whole-buffer copies only (TypedArray#set, not Buffer#copy's checks around it), and the few
+  // octets that change by hand: a copy of a part makes a typed-array view per call.
+  out.set(body);
   const raw = query.raw;
   out[0] = raw[0] as number;
   out[1] = raw[1] as number;
@@ -130,13 +132,13 @@ export function finishFromTemplate(
   out[3] = ((body[3] as number) & ~CD_OCTET) | ((raw[3] as number) & CD_OCTET);
   const ttlOffsets = patch?.ttlOffsets;
   if (ttlOffsets !== undefined && patch?.ttlSeconds !== undefined) {
-    for (const offset of ttlOffsets) if (offset + 4 <= bodyBytes) out.writeUInt32BE(patch.ttlSeconds, offset);
+    for (const offset of ttlOffsets) if (offset + 4 <= bodyBytes) putU32(out, patch.ttlSeconds, offset);
   }
   // Same name, same length: the asker's spelling over the canonical one (0x20 echo).
   for (let i = HEADER_BYTES, end = query.questionEnd - 4; i < end; i++) out[i] = raw[i] as number;
   if (opt !== undefined) {
     for (let i = 0; i < OPT_RECORD_BYTES; i++) out[bodyBytes + i] = opt[i] as number;
-    out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
+    putU16(out, u16(out, 10) + 1, 10);
   }
   return out;
 }

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import type net from 'node:net';
 import { TCP_MAX_BYTES } from './constants.js';
 import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
@@ -33,6 +34,7 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
     transport: 'tcp',
     remoteAddress: socket.remoteAddress ?? '',
     remotePort: socket.remotePort ?? 0,
+    family: socket.remoteFamily === 'IPv6' ? 6 : 4,
   };
   let buffered = Buffer.alloc(0);
   let pending = 0;

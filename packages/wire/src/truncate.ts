@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES } from './constants.js';
 import { skipName } from './names-on-wire.js';
 

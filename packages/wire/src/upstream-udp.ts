@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import type { DnsServer, ExchangeOptions } from './client.js';

@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import { FLAG, OPCODE, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE, RCODE_MASK } from './constants.js';
 import { ClusterDnsError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
