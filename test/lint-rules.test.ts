@@ -28,7 +28,12 @@ async function lint(files: Record<string, string>): Promise<Finding[]> {
   }
   const run = await runCommand(biome, ['lint', '--reporter=json', '.'], { cwd: project });
   const report = JSON.parse(run.stdout) as { diagnostics: Finding[] };
-  return report.diagnostics.filter((d) => d.category === 'plugin' || d.category.endsWith('noRestrictedImports'));
+  return report.diagnostics.filter(
+    (d) =>
+      d.category === 'plugin' ||
+      d.category.endsWith('noRestrictedImports') ||
+      d.category.endsWith('noRestrictedGlobals'),
+  );
 }
 
 const flaggedLines = (findings: Finding[], path: string) =>
@@ -60,7 +65,17 @@ import { sleep } from '@cluster-dns/runtime';
 export const h = () => [execFileSync, spawn, spawnSync, wait, sleep];
 `;
 
-describe('the lint rules for tests', () => {
+const GLOBALS = `export const a = Buffer.alloc(4);
+export const b = performance.now();
+`;
+
+const IMPORTED = `import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+export const a = Buffer.alloc(4);
+export const b = performance.now();
+`;
+
+describe('the lint rules', () => {
   it('flags every form of a bare sleep in a test, and nothing else', async () => {
     const findings = await lint({ 'test/sleeps.test.ts': SLEEPS, 'test/fine.test.ts': NOT_SLEEPS });
     expect(flaggedLines(findings, 'test/sleeps.test.ts')).toEqual([2, 3, 4, 5, 6]);
@@ -77,5 +92,26 @@ describe('the lint rules for tests', () => {
     expect(flaggedLines(findings, 'packages/x/test/support.ts')).toEqual([1, 2, 3, 4]);
     expect(flaggedLines(findings, 'packages/x/src/unit.test.ts')).toEqual([1, 2, 3, 4]);
     expect(flaggedLines(findings, 'packages/x/src/product.ts')).toEqual([]);
+  });
+
+  it('flags the global Buffer and performance in the hot packages, not when imported nor elsewhere', async () => {
+    const findings = await lint({
+      'packages/wire/src/hot.ts': GLOBALS,
+      'packages/forwarder/src/hot.ts': GLOBALS,
+      'packages/record-builder/src/hot.ts': GLOBALS,
+      'packages/wire/src/imported.ts': IMPORTED,
+      'packages/wire/src/hot.test.ts': GLOBALS,
+      'packages/sidecar/src/cold.ts': GLOBALS,
+    });
+    for (const path of [
+      'packages/wire/src/hot.ts',
+      'packages/forwarder/src/hot.ts',
+      'packages/record-builder/src/hot.ts',
+    ]) {
+      expect(flaggedLines(findings, path)).toEqual([1, 2]);
+    }
+    expect(flaggedLines(findings, 'packages/wire/src/imported.ts')).toEqual([]);
+    expect(flaggedLines(findings, 'packages/wire/src/hot.test.ts')).toEqual([]);
+    expect(flaggedLines(findings, 'packages/sidecar/src/cold.ts')).toEqual([]);
   });
 });
