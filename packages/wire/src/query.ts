@@ -34,7 +34,9 @@ export interface ParsedQuery {
   readonly key: Fqdn;
   /**
    * A 32-bit hash of the name's canonical octets (nameHashOf): what a cache can look a query up by
-   * without making `key`, a string, which a cache hit need never make.
+   * without making `key`, a string, which a cache hit need never make. Signed: an int32 is a small
+   * integer to V8, a Map key it hashes inline; half of all uint32s would be heap numbers, each
+   * allocated and hashed by a runtime call.
    */
   readonly nameHash: number;
   readonly qtype: number;
@@ -60,7 +62,7 @@ export function opcodeOf(raw: Buffer): number {
 export function nameHashOf(octets: Uint8Array, start: number, end: number): number {
   let hash = HASH_BASIS;
   for (let i = start; i < end; i++) hash = Math.imul(hash ^ ((octets[i] as number) | 0x20), FNV_PRIME);
-  return hash >>> 0;
+  return hash;
 }
 
 const HASH_BASIS = randomBytes(4).readUInt32BE(0) | 0;
@@ -190,7 +192,7 @@ export function parseQuery(raw: Buffer): ParsedQuery {
     (flags & OPCODE_MASK) >> OPCODE_SHIFT,
     (flags & FLAG.RD) !== 0,
     (flags & FLAG.CD) !== 0,
-    hash >>> 0,
+    hash,
     u16(raw, end),
     u16(raw, end + 2),
     questionEnd,
