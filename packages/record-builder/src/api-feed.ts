@@ -38,7 +38,7 @@ export interface ApiFeed {
   lagMs(nowMs: number): number;
   /** Events replaced by a later state of their object before being applied. */
   coalesced(): number;
-  /** Runs a full GC in the worker (node --expose-gc) and gives its heap after it. */
+  /** Runs a full GC in the worker (full-gc.ts) and gives its heap after it. */
   gc(): Promise<{ heapUsed: number; heapTotal: number }>;
   stop(): Promise<void>;
 }

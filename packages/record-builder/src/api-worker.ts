@@ -23,6 +23,7 @@ import type {
   WorkerConfig,
   WorkerMessage,
 } from './api-feed-protocol.js';
+import { fullGc } from './full-gc.js';
 import { loadKubeConfig } from './kube-config.js';
 import { toEndpointGroup, toEndpointGroupFromEndpoints, toPodInfo, toServiceInfo } from './kube-objects.js';
 import { createReflector, type ObjectSink } from './reflector.js';
@@ -97,7 +98,7 @@ function flush(): void {
 
 port.on('message', (message: MainMessage) => {
   if (message.type === 'gc') {
-    (globalThis as { gc?: () => void }).gc?.();
+    fullGc();
     const { heapUsed, heapTotal } = process.memoryUsage();
     post({ type: 'gc-done', heapUsed, heapTotal });
     return;
