@@ -43,22 +43,47 @@ function latencySpec(rows) {
   };
 }
 
-/** Queries per second of every case that measured them, ours beside dnsmasq's. */
+/** The cases run flat out, where queries per second compare; fixed-rate cases are latency's. */
+const MAX_RATE_CASES = [
+  /^1\. cache hits vs the Node ceiling/,
+  /^1\. forwarder cache hits, UDP, max/,
+  /^2\. forwarder cache hits, TCP pipelined, max/,
+  /^3\. forwarder misses/,
+];
+
+/** Colours by server: ours and dnsmasq as in every chart, the ceiling grey, baselines muted. */
+function serverScale(servers) {
+  const fixed = { 'cluster-dns': '#1f77b4', dnsmasq: '#ff7f0e', 'ceiling (bare dgram)': '#7f7f7f' };
+  const spare = ['#9edae5', '#c5b0d5', '#c49c94', '#dbdb8d'];
+  const domain = [...new Set(servers)];
+  return { domain, range: domain.map((s) => fixed[s] ?? spare.shift() ?? '#cccccc') };
+}
+
+/** Queries per second at full rate: ours beside dnsmasq's, the ceiling's and any baseline's. */
 function qpsSpec(rows) {
   const values = rows
-    .filter((r) => typeof r.qps === 'number' && r.qps > 0)
-    .map((r) => ({ case: short(r.case), server: r.server, qps: Math.round(r.qps) }));
+    .filter((r) => typeof r.qps === 'number' && r.qps > 0 && MAX_RATE_CASES.some((re) => re.test(r.case)))
+    .map((r) => ({
+      case: short(r.case).replace(/ \(median of \d+ interleaved rounds\)/, ', interleaved'),
+      server: r.server,
+      qps: Math.round(r.qps),
+    }));
   if (values.length === 0) return undefined;
   return {
-    title: 'Queries per second, by case',
+    title: 'Queries per second at full rate (one core)',
     width: 420,
     data: { values },
     mark: 'bar',
     encoding: {
-      y: { field: 'case', type: 'nominal', title: null, sort: null },
+      y: { field: 'case', type: 'nominal', title: null, sort: null, axis: { labelLimit: 0 } },
       yOffset: { field: 'server' },
       x: { field: 'qps', type: 'quantitative', title: 'queries per second' },
-      color: { field: 'server', type: 'nominal', scale: SERVER_COLORS },
+      color: {
+        field: 'server',
+        type: 'nominal',
+        scale: serverScale(values.map((v) => v.server)),
+        legend: { labelLimit: 0, orient: 'bottom', columns: 2 },
+      },
       tooltip: [{ field: 'qps' }],
     },
   };
@@ -87,20 +112,25 @@ function propagationSpec(rows) {
   };
 }
 
-/** Case 5's sizing: the record-builder's RSS after GC against the size of the cluster. */
+/**
+ * Case 5's sizing: the record-builder's RSS against the size of the cluster. At full size, also
+ * the steady RSS with no GC asked for (what the container sees) beside the one after a full GC.
+ */
 function rssSpec(rows) {
-  const point = (r, services, endpoints) =>
-    r && typeof r.rssMiBAfterGc === 'number'
-      ? { size: `${services} Services, ${endpoints} endpoints`, endpoints, services, rss: r.rssMiBAfterGc }
-      : undefined;
+  const point = (r, endpoints, measure, field) =>
+    r && typeof r[field] === 'number' ? { endpoints, measure, rss: r[field] } : undefined;
   const byCase = (name) => rows.find((r) => r.case === name);
+  const full = byCase('5. scale (1 core): start to ready');
+  const AFTER_GC = 'after a full GC';
+  const STEADY = 'steady, no GC asked (30 s median)';
   const values = [
-    point(byCase('5. sizing: empty cluster'), 0, 0),
-    point(byCase('5. sizing: 10,000 Services, no endpoints'), 10000, 0),
-    point(byCase('5. scale (1 core): start to ready'), 10000, 100000),
+    point(byCase('5. sizing: empty cluster'), 0, AFTER_GC, 'rssMiBAfterGc'),
+    point(byCase('5. sizing: 10,000 Services, no endpoints'), 0, AFTER_GC, 'rssMiBAfterGc'),
+    point(full, 100000, AFTER_GC, 'rssMiBAfterGc'),
+    point(full, 100000, STEADY, 'steadyRssMiB'),
   ].filter(Boolean);
-  const unit = byCase('5. sizing: per unit (README table)');
   if (values.length === 0) return undefined;
+  const unit = byCase('5. sizing: per unit (README table)');
   const model = unit
     ? [0, 25000, 50000, 75000, 100000].map((e) => ({
         endpoints: e,
@@ -108,7 +138,10 @@ function rssSpec(rows) {
       }))
     : [];
   return {
-    title: 'Record-builder memory against cluster size (case 5)',
+    title: {
+      text: 'Record-builder RSS by cluster size (case 5)',
+      subtitle: '10,000 Services above 0 endpoints; dashed: the README sizing rule (after GC)',
+    },
     width: 420,
     height: 260,
     layer: [
@@ -131,10 +164,16 @@ function rssSpec(rows) {
           x: {
             field: 'endpoints',
             type: 'quantitative',
-            title: 'endpoints (10,000 Services; the empty cluster has none)',
+            title: 'endpoints (at 0: an empty cluster, below 10,000 Services with none)',
           },
-          y: { field: 'rss', type: 'quantitative', title: 'RSS after GC (MiB)', scale: { zero: false } },
-          color: { field: 'size', type: 'nominal', title: 'measured' },
+          y: { field: 'rss', type: 'quantitative', title: 'RSS (MiB)', scale: { zero: true } },
+          color: {
+            field: 'measure',
+            type: 'nominal',
+            title: 'RSS measured',
+            scale: { domain: [STEADY, AFTER_GC], range: ['#d62728', '#1f77b4'] },
+            legend: { labelLimit: 0, orient: 'bottom' },
+          },
         },
       },
     ],
@@ -161,7 +200,7 @@ export async function writeCharts(result, dir) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const file = process.argv[2] ?? new URL('./results/2026-12-01.json', import.meta.url).pathname;
+  const file = process.argv[2] ?? new URL('./results/2026-12-02.json', import.meta.url).pathname;
   const result = JSON.parse(readFileSync(file, 'utf8'));
   const dir = process.argv[3] ?? new URL('./results/charts', import.meta.url).pathname;
   console.log((await writeCharts(result, dir)).join('\n'));

@@ -1,7 +1,7 @@
 // Plumbing for bench/run.mjs: start servers pinned to a core, measure their CPU and memory, and
 // drive them with dnsperf or bench/loadgen.mjs. Everything targets 127.0.0.1 and stops by itself.
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +55,46 @@ export function rssTreeMiB(pid) {
   return Math.round(total * 10) / 10;
 }
 
+/**
+ * A memory cgroup of its own for a process the bench starts (startOurs' `cgroup`), as a container
+ * has: the bench then reads what the kubelet and the OOM killer read. The process joins it before
+ * it runs (a cgroup is charged only for what its members allocate once in it; moving charges is
+ * gone from current kernels). cgroup v1's memory controller, writable (the bench as root); null
+ * elsewhere, and the figures are left out.
+ */
+export function newMemoryCgroup(name) {
+  const base = '/sys/fs/cgroup/memory';
+  const own = /^\d+:memory:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
+  if (own === undefined || !existsSync(join(base, own, 'memory.usage_in_bytes'))) return null;
+  const dir = join(base, own, `cluster-dns-bench-${process.pid}-${name}`);
+  try {
+    mkdirSync(dir);
+  } catch {
+    return null;
+  }
+  const bytes = (file) => Number(readFileSync(join(dir, file), 'utf8'));
+  const mib = (n) => Math.round((n / 1048576) * 10) / 10;
+  return {
+    procs: join(dir, 'cgroup.procs'),
+    /** Usage, and the working set the kubelet evicts by: usage less inactive file pages. */
+    read() {
+      const usage = bytes('memory.usage_in_bytes');
+      const stat = readFileSync(join(dir, 'memory.stat'), 'utf8');
+      const inactiveFile = Number(/^total_inactive_file (\d+)$/m.exec(stat)?.[1] ?? 0);
+      return { usageMiB: mib(usage), workingSetMiB: mib(usage - inactiveFile) };
+    },
+    /** The highest usage since the last reset. */
+    peakMiB: () => mib(bytes('memory.max_usage_in_bytes')),
+    resetPeak: () => writeFileSync(join(dir, 'memory.max_usage_in_bytes'), '0'),
+    /** Removes the group once its process has exited (a group with members cannot go). */
+    remove() {
+      try {
+        rmdirSync(dir);
+      } catch {}
+    },
+  };
+}
+
 export function rssMiB(pid) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
@@ -84,8 +124,11 @@ export async function startOurs(
   core = SERVER_CORE,
   env = {},
   script = join(ROOT, 'packages', pkg, 'dist/main.js'),
+  { cgroup } = {},
 ) {
-  const [command, argv] = pinned(core, process.execPath, [script, ...args]);
+  let [command, argv] = pinned(core, process.execPath, [script, ...args]);
+  // Into its cgroup (newMemoryCgroup) before it runs: a shell joins, then execs the process.
+  if (cgroup) [command, argv] = ['sh', ['-c', `echo $$ > '${cgroup.procs}' && exec "$0" "$@"`, command, ...argv]];
   // launchProcess runs node itself; for pinning, wrap the script in taskset through a tiny shim.
   const shim = join(tmpdir(), `cluster-dns-bench-${pkg}.mjs`);
   writeFileSync(

@@ -11,6 +11,7 @@ import { QTYPE, queryDns } from '@cluster-dns/wire';
 import {
   cpuSeconds,
   LOAD_CORE,
+  newMemoryCgroup,
   ROOT,
   recordBuilderArgs,
   round,
@@ -28,7 +29,7 @@ const ns = (i) => `ns-${i % 100}`;
 const ip = (h, e) => `10.${100 + (h >> 8)}.${h & 255}.${e + 1}`;
 
 /** The case's cluster; `sizing` leaves parts out, for the per-Service and per-endpoint costs. */
-function clusterObjects({ services = SERVICES, headless = HEADLESS } = {}) {
+export function clusterObjects({ services = SERVICES, headless = HEADLESS } = {}) {
   const objects = [];
   for (let i = 0; i < services; i++)
     objects.push(
@@ -78,7 +79,7 @@ function changedSlice(h, e, change = 'ready') {
 }
 
 /** A query mix: cluster-IP names, headless names, endpoint names and SRV (the answers a real cluster asks). */
-function names(count, offset = 0) {
+export function names(count, offset = 0) {
   const out = [];
   for (let i = 0; i < count; i++) {
     const k = i + offset;
@@ -119,6 +120,23 @@ async function peakRss(pid, fn) {
     clearInterval(timer);
     peak = Math.max(peak, rssTreeMiB(pid));
   }
+}
+
+/**
+ * Memory as the container sees it, with no GC asked for: the median of a sample every 500 ms for
+ * `seconds`, of the process's RSS and (where the bench could give it a memory cgroup) the
+ * cgroup's usage and working set.
+ */
+async function steadyMemory(pid, cgroup, seconds) {
+  const rss = [];
+  const workingSet = [];
+  for (let i = 0; i < seconds * 2; i++) {
+    rss.push(rssTreeMiB(pid));
+    if (cgroup) workingSet.push(cgroup.read().workingSetMiB);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
+  return { steadyRssMiB: median(rss), ...(cgroup ? { steadyCgroupWorkingSetMiB: median(workingSet) } : {}) };
 }
 
 /**
@@ -180,7 +198,7 @@ export function manifestNodeOptions() {
   return `${value} --expose-gc`;
 }
 
-async function startRecordBuilder(objects, cores) {
+export async function startRecordBuilder(objects, cores, cgroup) {
   const api = await startApiServer({ objects, historyLimit: 200_000 });
   const kubeconfig = join(await mkdtemp(join(tmpdir(), 'bench-scale-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
@@ -190,6 +208,7 @@ async function startRecordBuilder(objects, cores) {
     cores,
     { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? manifestNodeOptions() },
     join(ROOT, 'packages/record-builder/bundle/main.js'),
+    { cgroup },
   );
   return { api, rb, cpuToReadyS: cpuSeconds(rb.pid) };
 }
@@ -241,21 +260,25 @@ export async function runSizing({ row, full }) {
 /** The whole case on `cores` (a taskset list: "0" or "0,1"); rows go to `row`. Returns the figures sizing needs. */
 export async function runScale({ cores, seconds, row, quick }) {
   const label = `${cores.split(',').length} core${cores.includes(',') ? 's' : ''}`;
-  const { api, rb, cpuToReadyS } = await startRecordBuilder(clusterObjects(), cores);
+  const cgroup = newMemoryCgroup(`record-builder-${cores.replace(',', '-')}`);
+  const { api, rb, cpuToReadyS } = await startRecordBuilder(clusterObjects(), cores, cgroup);
   const { dnsPort, metricsPort } = rb.ready;
   const full = { cpuToReadyS, rssMiB: 0, eventsPerCoreS: null };
   const ms = seconds * 1000;
   const load = (names, rate = 5000) =>
     withCpu(rb.pid, () => runLoadgen({ port: dnsPort, names, durationMs: ms, rate, timeoutMs: 1000 }));
   try {
-    const rssAfterSync = rssTreeMiB(rb.pid);
+    const rssAtReady = rssTreeMiB(rb.pid);
+    // What the kernel, the kubelet and the OOM killer see: no GC asked for by the bench.
+    const steady = await steadyMemory(rb.pid, cgroup, quick ? 10 : 30);
     const { rssMiB: rssAfterGc, gc } = await settledRss(rb);
     full.rssMiB = rssAfterGc;
     row(`5. scale (${label}): start to ready`, 'cluster-dns', {
       readyS: round(rb.readyMs / 1000, 2),
       cpuToReadyS: round(cpuToReadyS, 2),
       endpoints: rb.ready.endpoints,
-      rssMiBAfterSync: rssAfterSync,
+      rssMiBAtReady: rssAtReady,
+      ...steady,
       rssMiBAfterGc: rssAfterGc,
       heapMiBAfterGc: round(gc.heapUsed / 1048576),
       workerHeapMiBAfterGc: round(gc.workerHeapUsed / 1048576),
@@ -267,6 +290,7 @@ export async function runScale({ cores, seconds, row, quick }) {
     const afterWarm = rssTreeMiB(rb.pid);
     for (const perSecond of quick ? [1000] : [1000, 5000]) {
       const before = await metric(metricsPort);
+      cgroup?.resetPeak();
       const churn = await peakRss(rb.pid, () => withChurn(api, perSecond, () => load(names(2000, 0))));
       const after = await metric(metricsPort);
       // The CPU the events cost on top of the same queries without them, as events per CPU-second.
@@ -278,8 +302,9 @@ export async function runScale({ cores, seconds, row, quick }) {
         events: churn.result.events,
         eventsPerS: churn.result.eventsPerSecond,
         peakRssMiB: churn.peakRssMiB,
+        peakRssVsSteady: round(churn.peakRssMiB / steady.steadyRssMiB, 2),
         peakRssVsWarm: round(churn.peakRssMiB / afterWarm, 2),
-        peakRssVsSync: round(churn.peakRssMiB / rssAfterGc, 2),
+        ...(cgroup ? { peakCgroupUsageMiB: cgroup.peakMiB() } : {}),
         eventsPerCoreS,
         applyP99UsAtMost: round(
           (histogramQuantile(after, 'clusterdns_recordbuilder_event_apply_duration_seconds', 0.99) ?? Number.NaN) * 1e6,
@@ -305,6 +330,7 @@ export async function runScale({ cores, seconds, row, quick }) {
     );
   } finally {
     await rb.stop();
+    cgroup?.remove();
     await api.close();
   }
   return full;
