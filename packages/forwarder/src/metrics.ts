@@ -1,11 +1,19 @@
-import { collectProcessMetrics } from '@cluster-dns/runtime';
+import {
+  collectProcessMetrics,
+  counterFrom,
+  gaugeFrom,
+  HistogramStore,
+  LabelledCounts,
+  labelledFrom,
+  registerHistogram,
+  typeIndexOf,
+} from '@cluster-dns/runtime';
 import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
 import type { NotifyStage } from './notify-stage.js';
-import { HistogramStore, LabelledCounts, registerHistogram, typeIndexOf } from './query-stats.js';
 import type { UpstreamStats } from './upstream-stats.js';
 import type { ZoneSync } from './zone-sync.js';
 
@@ -23,64 +31,6 @@ export interface ForwarderMetricSources {
   loopDisabled(): number;
   /** Config reloads refused (invalid or unreadable ConfigMap or resolv file). */
   reloadFailures(): number;
-}
-
-/** A counter whose value is read from `read()` at scrape time (it only ever grows). */
-function counterFrom(registry: Registry, name: string, help: string, read: () => number): void {
-  let seen = 0;
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      const now = read();
-      if (now > seen) this.inc(now - seen);
-      seen = now;
-    },
-  });
-}
-
-/** A labelled counter read from `read()` at scrape time: each label set's value only ever grows. */
-function labelledFrom(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: string[],
-  read: () => Iterable<[Record<string, string>, number]>,
-): void {
-  const seen = new Map<string, number>();
-  new Counter({
-    name,
-    help,
-    labelNames,
-    registers: [registry],
-    collect() {
-      for (const [labels, now] of read()) {
-        const key = JSON.stringify(labels);
-        const before = seen.get(key) ?? 0;
-        if (now > before) this.labels(labels).inc(now - before);
-        seen.set(key, now);
-      }
-    },
-  });
-}
-
-function gaugeFrom(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: string[],
-  read: () => Array<[Record<string, string>, number]>,
-): void {
-  new Gauge({
-    name,
-    help,
-    labelNames,
-    registers: [registry],
-    collect() {
-      for (const [labels, value] of read()) this.labels(labels).set(value);
-    },
-  });
 }
 
 /**

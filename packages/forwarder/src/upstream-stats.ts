@@ -1,5 +1,5 @@
+import { HistogramStore, LabelledCounts } from '@cluster-dns/runtime';
 import { type RejectReason, rcodeLabel } from '@cluster-dns/wire';
-import { HistogramStore, LabelledCounts } from './query-stats.js';
 
 /** How long a server that did not echo our 0x20 case is asked in plain case. */
 export const CASE_BLIND_MS = 3_600_000;

@@ -1,4 +1,11 @@
-import { collectProcessMetrics } from '@cluster-dns/runtime';
+import {
+  collectProcessMetrics,
+  HistogramStore,
+  LabelledCounts,
+  labelledFrom,
+  registerHistogram,
+  typeIndexOf,
+} from '@cluster-dns/runtime';
 import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ResourceName } from './watched-resources.js';
@@ -19,38 +26,46 @@ const ERROR_CAUSES: Record<number, string> = {
 /** Every metric of the record-builder, on the registry it is given (never the global one). */
 export function createRecordBuilderMetrics(registry: Registry) {
   collectProcessMetrics(registry);
-  const requestCount = new Counter({
-    name: 'skydns_skydns_dns_request_count_total',
-    help: 'Counter of DNS requests made (kube-dns name), by system: auth or reverse.',
-    labelNames: ['system'],
-    registers: [registry],
-  });
-  const requestDuration = new Histogram({
-    name: 'skydns_skydns_dns_request_duration_seconds',
-    help: 'Histogram of the time (in seconds) each request took (kube-dns name).',
-    labelNames: ['system'],
-    buckets: DURATION_BUCKETS,
-    registers: [registry],
-  });
-  const responseSize = new Histogram({
-    name: 'skydns_skydns_dns_response_size_bytes',
-    help: 'Size of the returned response in bytes (kube-dns name).',
-    labelNames: ['system'],
-    buckets: SIZE_BUCKETS,
-    registers: [registry],
-  });
-  const errorCount = new Counter({
-    name: 'skydns_skydns_dns_error_count_total',
-    help: 'Counter of DNS requests resulting in an error (kube-dns name), by system and cause.',
-    labelNames: ['system', 'cause'],
-    registers: [registry],
-  });
-  const requests = new Counter({
-    name: 'clusterdns_recordbuilder_requests_total',
-    help: 'DNS requests answered, by query type and response code.',
-    labelNames: ['qtype', 'rcode', 'transport'],
-    registers: [registry],
-  });
+  // The per-query series: plain counts in arrays, turned into series when scraped (runtime's
+  // query-stats.ts). prom-client would hash each label set per call, the bulk of a query's garbage.
+  const requestCount = new LabelledCounts();
+  labelledFrom(
+    registry,
+    'skydns_skydns_dns_request_count_total',
+    'Counter of DNS requests made (kube-dns name), by system: auth or reverse.',
+    ['system'],
+    () => requestCount.entries(),
+  );
+  const requestDuration = new HistogramStore(DURATION_BUCKETS);
+  registerHistogram(
+    registry,
+    'skydns_skydns_dns_request_duration_seconds',
+    'Histogram of the time (in seconds) each request took (kube-dns name).',
+    requestDuration,
+  );
+  const responseSize = new HistogramStore(SIZE_BUCKETS);
+  registerHistogram(
+    registry,
+    'skydns_skydns_dns_response_size_bytes',
+    'Size of the returned response in bytes (kube-dns name).',
+    responseSize,
+  );
+  const errorCount = new LabelledCounts();
+  labelledFrom(
+    registry,
+    'skydns_skydns_dns_error_count_total',
+    'Counter of DNS requests resulting in an error (kube-dns name), by system and cause.',
+    ['system', 'cause'],
+    () => errorCount.entries(),
+  );
+  const requests = new LabelledCounts();
+  labelledFrom(
+    registry,
+    'clusterdns_recordbuilder_requests_total',
+    'DNS requests answered, by query type and response code.',
+    ['qtype', 'rcode', 'transport'],
+    () => requests.entries(),
+  );
   const malformed = new Counter({
     name: 'clusterdns_recordbuilder_malformed_queries_total',
     help: 'Queries that could not be parsed: answered FORMERR when the header was readable, else dropped.',
@@ -190,20 +205,6 @@ export function createRecordBuilderMetrics(registry: Registry) {
     registers: [registry],
   });
 
-  const perSystem = new Map<string, { count: Counter<string>; duration: Histogram<string>; size: Histogram<string> }>();
-  const systemChildren = (system: string) => {
-    let c = perSystem.get(system);
-    if (!c) {
-      c = {
-        count: requestCount.labels(system) as unknown as Counter<string>,
-        duration: requestDuration.labels(system) as unknown as Histogram<string>,
-        size: responseSize.labels(system) as unknown as Histogram<string>,
-      };
-      perSystem.set(system, c);
-    }
-    return c;
-  };
-  const requestChildren = new Map<string, { inc(): void }>();
   let coalescedSeen = 0;
 
   return {
@@ -214,23 +215,26 @@ export function createRecordBuilderMetrics(registry: Registry) {
         malformed.labels(rejected === 'short' || rejected === 'response' ? 'dropped' : 'formerr').inc();
       }
       if (!query) return;
-      const c = systemChildren(system);
-      c.count.inc();
-      c.duration.observe(outcome.seconds);
-      c.size.observe(reply?.length ?? 0);
+      // Series keyed by small numbers: a query makes no string and hashes none.
+      const sys = system === 'auth' ? 0 : 1;
+      const systemLabels = () => ({ system });
+      requestCount.inc(sys, systemLabels);
+      requestDuration.observe(sys, systemLabels, outcome.seconds);
+      responseSize.observe(sys, systemLabels, reply?.length ?? 0);
       const flags = reply ? u16(reply, 2) : 0;
       // A zone transfer is sent lazily, after this: no first message to read, and not a failure.
       const lazy = query.qtype === QTYPE.AXFR || query.qtype === QTYPE.IXFR;
       const rcode = reply ? flags & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;
-      const cause = flags & FLAG.TC ? 'truncated' : ERROR_CAUSES[rcode];
-      if (cause) errorCount.labels(system, cause).inc();
-      const key = `${typeLabel(query.qtype)}|${rcode}|${outcome.context.transport}`;
-      let child = requestChildren.get(key);
-      if (!child) {
-        child = requests.labels(typeLabel(query.qtype), rcodeLabel(rcode), outcome.context.transport);
-        requestChildren.set(key, child);
-      }
-      child.inc();
+      const truncated = (flags & FLAG.TC) !== 0;
+      const cause = truncated ? 'truncated' : ERROR_CAUSES[rcode];
+      if (cause) errorCount.inc(sys * 32 + (truncated ? 16 : rcode), () => ({ system, cause }));
+      const tcp = outcome.context.transport === 'tcp' ? 1 : 0;
+      const type = typeIndexOf(query.qtype, typeLabel);
+      requests.inc((type * 16 + rcode) * 2 + tcp, () => ({
+        qtype: typeLabel(query.qtype),
+        rcode: rcodeLabel(rcode),
+        transport: outcome.context.transport,
+      }));
     },
     store(stats: {
       endpoints: number;

@@ -28,4 +28,12 @@ export {
   type LogLevel,
   levelFromVerbosity,
 } from './logger.js';
+export { counterFrom, gaugeFrom, labelledFrom } from './metrics-from.js';
 export { collectProcessMetrics } from './process-metrics.js';
+export {
+  COREDNS_DURATION_BUCKETS,
+  HistogramStore,
+  LabelledCounts,
+  registerHistogram,
+  typeIndexOf,
+} from './query-stats.js';
