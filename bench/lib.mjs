@@ -1,7 +1,16 @@
 // Plumbing for bench/run.mjs: start servers pinned to a core, measure their CPU and memory, and
 // drive them with dnsperf or bench/loadgen.mjs. Everything targets 127.0.0.1 and stops by itself.
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +20,9 @@ import { QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 
 const execFileAsync = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** This run's files (query lists, load jobs, launch shims, kubeconfigs), gone when it exits. */
+export const SCRATCH = mkdtempSync(join(tmpdir(), 'cluster-dns-bench-'));
+process.on('exit', () => rmSync(SCRATCH, { recursive: true, force: true }));
 export const SERVER_CORE = 0;
 export const LOAD_CORE = 1;
 
@@ -130,7 +142,7 @@ export async function startOurs(
   // Into its cgroup (newMemoryCgroup) before it runs: a shell joins, then execs the process.
   if (cgroup) [command, argv] = ['sh', ['-c', `echo $$ > '${cgroup.procs}' && exec "$0" "$@"`, command, ...argv]];
   // launchProcess runs node itself; for pinning, wrap the script in taskset through a tiny shim.
-  const shim = join(tmpdir(), `cluster-dns-bench-${pkg}.mjs`);
+  const shim = join(SCRATCH, `start-${pkg}.mjs`);
   writeFileSync(
     shim,
     `import { spawn } from 'node:child_process';\n` +
@@ -223,7 +235,7 @@ let loadgenJobs = 0;
 
 /** Runs bench/loadgen.mjs on the load core, without blocking this process (it may apply events meanwhile). */
 export async function runLoadgen(job) {
-  const file = join(tmpdir(), `cluster-dns-loadgen-${process.pid}-${++loadgenJobs}.json`);
+  const file = join(SCRATCH, `loadgen-${++loadgenJobs}.json`);
   writeFileSync(file, JSON.stringify({ host: '127.0.0.1', ...job }));
   // Above the API server's churn on the same core, so it reads replies when they arrive: its
   // figures are the server's latency, not its own wait for the CPU (root only).
@@ -258,7 +270,7 @@ export async function withCpu(pid, fn) {
 }
 
 export function writeQueryFile(names) {
-  const file = join(tmpdir(), `cluster-dns-bench-${process.pid}-${names.length}.txt`);
+  const file = join(SCRATCH, `queries-${names.length}.txt`);
   writeFileSync(file, `${names.map(([n, t]) => `${n} ${t}`).join('\n')}\n`);
   return file;
 }

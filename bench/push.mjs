@@ -4,11 +4,10 @@
 // while the upstream is down.
 import dgram from 'node:dgram';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, freePort, startApiServer, startTestUpstream } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
-import { recordBuilderArgs, round, SERVER_CORE, startOurs } from './lib.mjs';
+import { recordBuilderArgs, round, SCRATCH, SERVER_CORE, startOurs } from './lib.mjs';
 
 const Z = 'svc.cluster.local';
 const ip = (base, i) => `10.${base}.${i >> 8}.${i & 255}`;
@@ -55,7 +54,7 @@ async function notifyRelay() {
 
 async function startPair({ count, notify, forwarderExtra = [] }) {
   const api = await startApiServer({ objects: clusterObjects(count) });
-  const kubeconfig = join(await mkdtemp(join(tmpdir(), 'bench-push-')), 'kubeconfig');
+  const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-push-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
   const external = await startTestUpstream({
     records: {

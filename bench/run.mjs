@@ -6,7 +6,6 @@
 // remembered.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { writeCharts } from './charts.mjs';
@@ -21,6 +20,7 @@ import {
   round,
   runDnsperf,
   runLoadgen,
+  SCRATCH,
   SERVER_CORE,
   startDnsmasq,
   startOurs,
@@ -63,7 +63,7 @@ notes.push('Forwarder with N workers (case 7): not applicable, the forwarder is 
 /** testkit's API server holding `objects`, and the record-builder on it, on free loopback ports. */
 async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env = {} } = {}) {
   const api = await startApiServer({ objects, ...apiOptions });
-  const kubeconfig = join(await mkdtemp(join(tmpdir(), 'bench-')), 'kubeconfig');
+  const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
   const rb = await startOurs('record-builder', recordBuilderArgs(kubeconfig), core, env);
   const stop = async () => {

@@ -4,7 +4,6 @@
 // record-builder on one core (as a container limited to 1 CPU) and on two.
 import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { QTYPE, queryDns } from '@cluster-dns/wire';
@@ -17,6 +16,7 @@ import {
   round,
   rssTreeMiB,
   runLoadgen,
+  SCRATCH,
   SERVER_CORE,
   startOurs,
   withCpu,
@@ -200,7 +200,7 @@ export function manifestNodeOptions() {
 
 export async function startRecordBuilder(objects, cores, cgroup) {
   const api = await startApiServer({ objects, historyLimit: 200_000 });
-  const kubeconfig = join(await mkdtemp(join(tmpdir(), 'bench-scale-')), 'kubeconfig');
+  const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-scale-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
   const rb = await startOurs(
     'record-builder',
