@@ -19,13 +19,15 @@ const CONCURRENCY = 16;
 const Z = 'svc.cluster.local';
 
 type RssSample = { at: number; rb: number; fw: number };
-/** The mean RSS of one third of the samples (0: warm-up, 1: middle, 2: last). */
-const thirdMean = (rss: RssSample[], t: number, key: 'rb' | 'fw') => {
-  const size = Math.floor(rss.length / 3);
-  const part = rss.slice(t * size, t === 2 ? rss.length : (t + 1) * size);
-  return part.reduce((sum, x) => sum + x[key], 0) / Math.max(1, part.length);
+type GaugeSample = { journal: number; answers: number };
+/** Means of each quarter of the samples, for the report: how flat a figure stays over the run. */
+const quarterMeans = <T>(samples: T[], value: (x: T) => number): number[] => {
+  const size = Math.max(1, Math.floor(samples.length / 4));
+  return [0, 1, 2, 3].map((q) => {
+    const part = samples.slice(q * size, q === 3 ? samples.length : (q + 1) * size);
+    return part.reduce((sum, x) => sum + value(x), 0) / Math.max(1, part.length);
+  });
 };
-
 /** What a name resolves to, as a comparable string: sorted A addresses, or the rcode. */
 type Value = string;
 const NX = 'NXDOMAIN';
@@ -230,9 +232,28 @@ describe('soak', () => {
         });
       }, 1000);
 
+      // The record-builder's own memory gauges beside its RSS: the IXFR journal and the answer cache.
+      const gauges: GaugeSample[] = [];
+      const gauge = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+      const scraper = setInterval(() => {
+        fetch(`http://127.0.0.1:${s.rb.ready.metricsPort}/metrics`)
+          .then((r) => r.text())
+          .then((text) =>
+            gauges.push({
+              journal: gauge(text, 'clusterdns_recordbuilder_journal_bytes'),
+              answers: gauge(text, 'clusterdns_recordbuilder_answer_cache_bytes'),
+            }),
+          )
+          .catch(() => {});
+      }, 5000);
+
       await Promise.all(Array.from({ length: CONCURRENCY }, client));
       clearInterval(churn);
       clearInterval(sampler);
+      clearInterval(scraper);
+      const kib = (bytes: number) => bytes / 1024;
+      const quarters = (values: number[]) => values.map((v) => v.toFixed(1)).join(' → ');
+      const rbQuarters = quarterMeans(rss, (x) => x.rb);
 
       const report = {
         seconds: SECONDS,
@@ -243,12 +264,11 @@ describe('soak', () => {
         wrong: outcomes.wrong.length,
         stale: outcomes.stale.length,
         timeouts: outcomes.timeouts,
-        rssMiB: Object.fromEntries(
-          (['rb', 'fw'] as const).map((key) => [
-            key,
-            [0, 1, 2].map((t) => thirdMean(rss, t, key).toFixed(1)).join(' → '),
-          ]),
-        ),
+        // Quarter means, MiB: the first quarter is warm-up; flat means the second and last agree.
+        rssMiB: { rb: quarters(rbQuarters), fw: quarters(quarterMeans(rss, (x) => x.fw)) },
+        rbLastVsSecondQuarter: `${(((rbQuarters[3] as number) / (rbQuarters[1] as number) - 1) * 100).toFixed(1)} %`,
+        rbJournalKiB: quarters(quarterMeans(gauges, (g) => kib(g.journal))),
+        rbAnswerCacheKiB: quarters(quarterMeans(gauges, (g) => kib(g.answers))),
       };
       console.log(`soak: ${JSON.stringify(report)}`);
 
