@@ -249,16 +249,21 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
       const tcp = context.transport === 'tcp' ? 1 : 0;
       const v6 = context.family === 6 ? 1 : 0;
       const type = typeIndexOf(query.qtype, typeLabel);
-      requests.inc(type * 4 + tcp * 2 + v6, () => ({
-        ...base(),
-        proto: context.transport,
-        family: v6 ? '2' : '1',
-        type: typeLabel(query.qtype),
-      }));
-      duration.observe(type, () => ({ ...base(), type: typeLabel(query.qtype) }), outcome.seconds);
+      // bump/record first: the labels' closure is made only for a series' first query.
+      const key = type * 4 + tcp * 2 + v6;
+      if (!requests.bump(key))
+        requests.inc(key, () => ({
+          ...base(),
+          proto: context.transport,
+          family: v6 ? '2' : '1',
+          type: typeLabel(query.qtype),
+        }));
+      if (!duration.record(type, outcome.seconds))
+        duration.observe(type, () => ({ ...base(), type: typeLabel(query.qtype) }), outcome.seconds);
       // The header's four bits: 16 rcodes, and a 17th for a message dropped unanswered.
       const rcode = reply ? u16(reply, 2) & RCODE_MASK : 16;
-      responses.inc(rcode, () => ({ ...base(), rcode: rcode === 16 ? 'dropped' : rcodeLabel(rcode), plugin: '' }));
+      if (!responses.bump(rcode))
+        responses.inc(rcode, () => ({ ...base(), rcode: rcode === 16 ? 'dropped' : rcodeLabel(rcode), plugin: '' }));
     },
   };
 }

@@ -216,25 +216,30 @@ export function createRecordBuilderMetrics(registry: Registry) {
       }
       if (!query) return;
       // Series keyed by small numbers: a query makes no string and hashes none.
+      // bump/record first: the labels' closure is made only for a series' first query.
       const sys = system === 'auth' ? 0 : 1;
-      const systemLabels = () => ({ system });
-      requestCount.inc(sys, systemLabels);
-      requestDuration.observe(sys, systemLabels, outcome.seconds);
-      responseSize.observe(sys, systemLabels, reply?.length ?? 0);
+      if (!requestCount.bump(sys)) requestCount.inc(sys, () => ({ system }));
+      if (!requestDuration.record(sys, outcome.seconds))
+        requestDuration.observe(sys, () => ({ system }), outcome.seconds);
+      const size = reply?.length ?? 0;
+      if (!responseSize.record(sys, size)) responseSize.observe(sys, () => ({ system }), size);
       const flags = reply ? u16(reply, 2) : 0;
       // A zone transfer is sent lazily, after this: no first message to read, and not a failure.
       const lazy = query.qtype === QTYPE.AXFR || query.qtype === QTYPE.IXFR;
       const rcode = reply ? flags & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;
       const truncated = (flags & FLAG.TC) !== 0;
       const cause = truncated ? 'truncated' : ERROR_CAUSES[rcode];
-      if (cause) errorCount.inc(sys * 32 + (truncated ? 16 : rcode), () => ({ system, cause }));
+      const errorKey = sys * 32 + (truncated ? 16 : rcode);
+      if (cause && !errorCount.bump(errorKey)) errorCount.inc(errorKey, () => ({ system, cause }));
       const tcp = outcome.context.transport === 'tcp' ? 1 : 0;
       const type = typeIndexOf(query.qtype, typeLabel);
-      requests.inc((type * 16 + rcode) * 2 + tcp, () => ({
-        qtype: typeLabel(query.qtype),
-        rcode: rcodeLabel(rcode),
-        transport: outcome.context.transport,
-      }));
+      const key = (type * 16 + rcode) * 2 + tcp;
+      if (!requests.bump(key))
+        requests.inc(key, () => ({
+          qtype: typeLabel(query.qtype),
+          rcode: rcodeLabel(rcode),
+          transport: outcome.context.transport,
+        }));
     },
     store(stats: {
       endpoints: number;

@@ -29,6 +29,19 @@ describe('per-query stores, read at scrape time', () => {
     expect(text).toContain('test_total{v="named"} 2');
   });
 
+  it('bumps and records only series that exist, so a query makes no labels closure after the first', () => {
+    const counts = new LabelledCounts();
+    expect(counts.bump(2)).toBe(false);
+    counts.inc(2, () => ({ v: 'two' }));
+    expect(counts.bump(2)).toBe(true);
+    expect(counts.entries()).toEqual([[{ v: 'two' }, 2]]);
+    const store = new HistogramStore([1]);
+    expect(store.record(0, 0.5)).toBe(false);
+    store.observe(0, () => ({ s: 'a' }), 0.5);
+    expect(store.record(0, 2)).toBe(true);
+    expect(store.values('h').map((v) => v.value)).toEqual([1, 2, 2.5, 2]);
+  });
+
   it('buckets with each bound inclusive (Prometheus le), cumulated when scraped', async () => {
     const store = new HistogramStore([1, 10]);
     for (const value of [0.5, 1, 5, 10, 11]) store.observe(0, () => ({ s: 'a' }), value);

@@ -23,6 +23,17 @@ export class LabelledCounts {
     else this.named.set(key, { labels: labels(), value: 1 });
   }
 
+  /**
+   * Adds one to the numbered series `key` if it exists, else returns false (the caller then calls
+   * `inc` with its labels): the per-query path allocates no closure for labels it already gave.
+   */
+  bump(key: number): boolean {
+    const entry = this.numbered[key];
+    if (entry === undefined) return false;
+    entry.value++;
+    return true;
+  }
+
   entries(): Array<[Record<string, string>, number]> {
     const all = [...this.numbered.filter((e) => e !== undefined), ...this.named.values()];
     return all.map((e) => [e.labels, e.value]);
@@ -51,6 +62,18 @@ export class HistogramStore {
       if (typeof key === 'number') this.numbered[key] = s;
       else this.named.set(key, s);
     }
+    this.add(s, value);
+  }
+
+  /** `observe` for a numbered series that exists; false when it does not yet (as LabelledCounts.bump). */
+  record(key: number, value: number): boolean {
+    const s = this.numbered[key];
+    if (s === undefined) return false;
+    this.add(s, value);
+    return true;
+  }
+
+  private add(s: HistogramSeries, value: number): void {
     // Buckets hold their own counts; cumulated when scraped. Few bounds: a linear walk is fastest.
     let i = 0;
     while (i < this.bounds.length && value > (this.bounds[i] as number)) i++;
