@@ -31,13 +31,16 @@ export class ZoneStage implements Stage<ZoneRequest> {
 
   serve(request: ZoneRequest, next: Next<ZoneRequest>): Reply | Promise<Reply> {
     const q = request.query;
-    const bare = (rcode: number, authoritative = false) =>
-      buildBareResponse(q, rcode, { authoritative, udpPayloadBytes: request.udpPayloadBytes });
     const zone = zoneOf(this.view, q.key);
-    if (!zone) return bare(RCODE.REFUSED);
+    if (!zone) return bare(request, RCODE.REFUSED);
     request.zone = zone;
-    if (!this.isReady()) return bare(RCODE.SERVFAIL);
-    if (q.key.includes('\\')) return bare(RCODE.NXDOMAIN, true);
+    if (!this.isReady()) return bare(request, RCODE.SERVFAIL);
+    if (q.key.includes('\\')) return bare(request, RCODE.NXDOMAIN, true);
     return next(request);
   }
+}
+
+/** A reply with no records; a function, not a closure made per query as the stage once had. */
+function bare(request: ZoneRequest, rcode: number, authoritative = false): Reply {
+  return buildBareResponse(request.query, rcode, { authoritative, udpPayloadBytes: request.udpPayloadBytes });
 }
