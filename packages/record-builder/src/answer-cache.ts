@@ -1,23 +1,38 @@
 import type { Buffer } from 'node:buffer';
+import { HEADER_BYTES, type ParsedQuery, sameNameOctets } from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
 
 interface Entry {
+  /** The LRU's key: name, type and class as text, made once when the answer is kept. */
+  readonly key: string;
   readonly wire: Buffer;
   readonly owners: readonly string[];
   readonly stable: boolean;
+  readonly nameHash: number;
+  readonly qtype: number;
+  readonly qclass: number;
+  /** Where the template's question name ends: its octets are compared with the query's. */
+  readonly nameEnd: number;
 }
 
 /** What an entry costs beyond its bytes: the key, the entry, the LRU's bookkeeping. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
+/** Entries kept on one question hash: names picked to collide cost a few compares, not a scan. */
+export const MAX_SAME_HASH = 8;
+
 /**
  * Ready-to-send answers (templates: ID 0, canonical question, no OPT), bounded by bytes, least
  * recently used out first. Each is tagged with the Services it was built from, so a change drops
  * exactly those; volatile ones (negative answers, the apex) go on any change.
+ *
+ * A query finds its answer by the question's hash and an octet compare with the template's own
+ * question (as the forwarder's cache does): every query asks, and a hit makes no string.
  */
 export class AnswerCache {
   private readonly byOwner = new Map<string, Set<string>>();
   private readonly volatile = new Set<string>();
+  private readonly byQuestion = new Map<number, Entry[]>();
   private readonly lru: LRUCache<string, Entry>;
 
   constructor(readonly maxBytes: number) {
@@ -36,13 +51,43 @@ export class AnswerCache {
     return this.lru.calculatedSize;
   }
 
-  get(key: string): Buffer | undefined {
-    return this.lru.get(key)?.wire;
+  /** The template answering this question, or undefined. */
+  get(q: ParsedQuery): Buffer | undefined {
+    const candidates = this.byQuestion.get(q.nameHash);
+    if (candidates === undefined) return undefined;
+    const nameEnd = q.questionEnd - 4;
+    for (const entry of candidates) {
+      if (entry.qtype !== q.qtype || entry.qclass !== q.qclass || entry.nameEnd !== nameEnd) continue;
+      if (!sameNameOctets(entry.wire, q.raw, HEADER_BYTES, nameEnd)) continue;
+      // Through the LRU, so the entry counts as used (its key is the stored string: no hash made).
+      this.lru.get(entry.key);
+      return entry.wire;
+    }
+    return undefined;
   }
 
-  set(key: string, wire: Buffer, owners: readonly string[], stable: boolean): void {
-    this.lru.set(key, { wire, owners, stable });
-    if (!this.lru.has(key)) return;
+  /** Keeps `wire`, the template answering `q` (its question written from `q.key`). */
+  set(q: ParsedQuery, wire: Buffer, owners: readonly string[], stable: boolean): void {
+    const key = `${q.key}|${q.qtype}|${q.qclass}`;
+    const entry: Entry = {
+      key,
+      wire,
+      owners,
+      stable,
+      nameHash: q.nameHash,
+      qtype: q.qtype,
+      qclass: q.qclass,
+      nameEnd: q.questionEnd - 4,
+    };
+    this.lru.set(key, entry);
+    if (this.lru.peek(key) !== entry) return;
+    const sameHash = this.byQuestion.get(entry.nameHash);
+    if (sameHash === undefined) this.byQuestion.set(entry.nameHash, [entry]);
+    else {
+      // The oldest on a full hash makes room (its dispose takes it off the list).
+      if (sameHash.length >= MAX_SAME_HASH) this.lru.delete((sameHash[0] as Entry).key);
+      sameHash.push(entry);
+    }
     if (!stable) this.volatile.add(key);
     for (const owner of owners) {
       let keys = this.byOwner.get(owner);
@@ -64,6 +109,12 @@ export class AnswerCache {
   }
 
   private untag(key: string, entry: Entry): void {
+    const sameHash = this.byQuestion.get(entry.nameHash);
+    if (sameHash) {
+      const at = sameHash.indexOf(entry);
+      if (at >= 0) sameHash.splice(at, 1);
+      if (sameHash.length === 0) this.byQuestion.delete(entry.nameHash);
+    }
     if (!entry.stable) this.volatile.delete(key);
     for (const owner of entry.owners) {
       const keys = this.byOwner.get(owner);

@@ -53,12 +53,11 @@ export function createResponder(options: ResponderOptions): Responder {
   const cache = new AnswerCache(options.answerCacheBytes ?? 32 << 20);
 
   const templateFor = (q: ParsedQuery, zone: Fqdn): Buffer => {
-    const key = `${q.key}|${q.qtype}|${q.qclass}`;
-    const hit = cache.get(key);
+    const hit = cache.get(q);
     if (hit) return hit;
     const parts = buildAnswer(view, zone, q.key, q.qtype);
     const template = encodeTemplate(q, parts);
-    cache.set(key, template, parts.owners, parts.stable);
+    cache.set(q, template, parts.owners, parts.stable);
     return template;
   };
   const answer = (request: ZoneRequest): Reply =>

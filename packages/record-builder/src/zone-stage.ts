@@ -3,11 +3,13 @@ import {
   type DnsRequest,
   type Fqdn,
   type Next,
+  questionInZone,
   RCODE,
   type Reply,
   type Stage,
+  writeName,
 } from '@cluster-dns/wire';
-import { type ZoneView, zoneOf } from './answer-builder.js';
+import type { ZoneView } from './zone-view.js';
 
 /** A request down the record-builder's chain: the zone stage notes which of our zones it is in. */
 export interface ZoneRequest extends DnsRequest {
@@ -24,18 +26,29 @@ export interface ZoneRequest extends DnsRequest {
 export class ZoneStage implements Stage<ZoneRequest> {
   readonly name = 'zones';
 
+  /** Our zones in wire form, the cluster zone first (as zoneOf), matched against the question's octets. */
+  private readonly zones: ReadonlyArray<readonly [Fqdn, Uint8Array]>;
+
   constructor(
-    private readonly view: ZoneView,
+    view: ZoneView,
     private readonly isReady: () => boolean,
-  ) {}
+  ) {
+    this.zones = [view.zone, ...view.reverseZones].map((zone) => [zone, writeName(zone)] as const);
+  }
+
+  /** The zone the question is in (answer-builder's zoneOf, on the octets: no name string made). */
+  private zoneOf(q: ZoneRequest['query']): Fqdn | undefined {
+    for (const [zone, wire] of this.zones) if (questionInZone(q, wire)) return zone;
+    return undefined;
+  }
 
   serve(request: ZoneRequest, next: Next<ZoneRequest>): Reply | Promise<Reply> {
     const q = request.query;
-    const zone = zoneOf(this.view, q.key);
+    const zone = this.zoneOf(q);
     if (!zone) return bare(request, RCODE.REFUSED);
     request.zone = zone;
     if (!this.isReady()) return bare(request, RCODE.SERVFAIL);
-    if (q.key.includes('\\')) return bare(request, RCODE.NXDOMAIN, true);
+    if (q.hasEscapes) return bare(request, RCODE.NXDOMAIN, true);
     return next(request);
   }
 }

@@ -86,7 +86,15 @@ export {
   type QueryOutcome,
   type Rejection,
 } from './pipeline.js';
-export { type Edns, nameHashOf, opcodeOf, type ParsedQuery, parseQuery, sameNameOctets } from './query.js';
+export {
+  type Edns,
+  nameHashOf,
+  opcodeOf,
+  type ParsedQuery,
+  parseQuery,
+  questionInZone,
+  sameNameOctets,
+} from './query.js';
 export { assembleReply, copyRecord, recordTarget } from './record-copy.js';
 export type {
   AaaaRecord,

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { QTYPE, RCODE } from './constants.js';
 import { toFqdn } from './fqdn.js';
 import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
-import { nameHashOf, parseQuery, sameNameOctets } from './query.js';
+import { writeName } from './names-on-wire.js';
+import { nameHashOf, parseQuery, questionInZone, sameNameOctets } from './query.js';
 import { buildBareResponse, buildHeaderOnlyResponse, finishFromTemplate, maxResponseBytes } from './response.js';
 
 const query = (name: string, type: number, edns?: { udpSize: number; dnssecOk?: boolean }) =>
@@ -133,5 +134,39 @@ describe('the question name without a string per query', () => {
       const q = raw(`a${y}.example.org`);
       expect(sameNameOctets(p, q, 12, parseQuery(p).questionEnd - 4), `${x} vs ${y}`).toBe(false);
     }
+  });
+});
+
+describe('questionInZone', () => {
+  const zone = writeName('cluster.local.');
+  it.each([
+    ['cluster.local', true],
+    ['KUBE.default.svc.Cluster.Local', true],
+    ['a.b.c.d.e.f.cluster.local', true],
+    ['xcluster.local', false],
+    ['cluster.local.org', false],
+    ['local', false],
+    ['cluster.locaL.', true],
+    ['example.org', false],
+  ])('%s in cluster.local: %s', (name, inZone) => {
+    expect(questionInZone(parseQuery(query(name, QTYPE.A)), zone)).toBe(inZone);
+  });
+
+  it('puts every name in the root zone, and compares the zone at label boundaries only', () => {
+    expect(questionInZone(parseQuery(query('example.org', QTYPE.A)), writeName('.'))).toBe(true);
+    // A zone's octets found inside a label ("acluster.local" ends in "cluster\\x05local\\x00" too) do not count.
+    expect(questionInZone(parseQuery(query('acluster.local', QTYPE.A)), zone)).toBe(false);
+    expect(questionInZone(parseQuery(query('in-addr.arpa', QTYPE.PTR)), writeName('in-addr.arpa.'))).toBe(true);
+    expect(
+      questionInZone(parseQuery(query('1.0.96.10.in-addr.arpa', QTYPE.PTR)), writeName('96.10.in-addr.arpa.')),
+    ).toBe(true);
+    expect(
+      questionInZone(parseQuery(query('1.0.97.10.in-addr.arpa', QTYPE.PTR)), writeName('96.10.in-addr.arpa.')),
+    ).toBe(false);
+  });
+
+  it('does not take a letter for a digit or other octet that differs only in the 0x20 bit', () => {
+    // '@' (0x40) and '`' (0x60), '[' and '{': not letters, so not the same in another case.
+    expect(questionInZone(parseQuery(query('a.x@y', QTYPE.A)), writeName('x`y.'))).toBe(false);
   });
 });

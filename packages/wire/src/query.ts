@@ -45,6 +45,8 @@ export interface ParsedQuery {
   readonly questionEnd: number;
   readonly edns: Edns | undefined;
   readonly raw: Buffer;
+  /** Whether the name holds an octet that its text form escapes (a dot or a backslash in a label, a control octet). */
+  readonly hasEscapes: boolean;
 }
 
 /** The opcode of a message whose header is readable. */
@@ -79,6 +81,27 @@ export function sameNameOctets(a: Uint8Array, b: Uint8Array, start: number, end:
   return true;
 }
 
+/**
+ * True when the query's name is `zone` or below it: its last octets are the zone's wire form (in
+ * any case) starting at a label boundary. `zone` is a name's canonical wire form (lowercase,
+ * wire's `writeName`). A zone check with no string made: the cluster zone is asked on every query.
+ */
+export function questionInZone(q: ParsedQuery, zone: Uint8Array): boolean {
+  const raw = q.raw;
+  const zoneStart = q.questionEnd - 4 - zone.length;
+  if (zoneStart < HEADER_BYTES) return false;
+  let at = HEADER_BYTES;
+  while (at < zoneStart) at += (raw[at] as number) + 1;
+  if (at !== zoneStart) return false;
+  for (let i = 0; i < zone.length; i++) {
+    const x = raw[zoneStart + i] as number;
+    const y = zone[i] as number;
+    // Equal, or x a capital of the small letter y.
+    if (x !== y && ((x | 0x20) !== y || (y - 0x61) >>> 0 > 25)) return false;
+  }
+  return true;
+}
+
 const LOWER = Uint8Array.from({ length: 256 }, (_, c) => (c >= 0x41 && c <= 0x5a ? c + 0x20 : c));
 
 /**
@@ -104,20 +127,20 @@ class QueryView implements ParsedQuery {
     readonly edns: Edns | undefined,
   ) {}
 
-  private get escaped(): boolean {
+  get hasEscapes(): boolean {
     this.escapedName ??= needsEscape(this.raw, this.questionEnd - 4);
     return this.escapedName;
   }
 
   get qname(): string {
-    this.asked ??= this.escaped
+    this.asked ??= this.hasEscapes
       ? readName(this.raw, HEADER_BYTES).name
       : nameText(this.raw, this.questionEnd - 4, false);
     return this.asked;
   }
 
   get key(): Fqdn {
-    this.canonical ??= this.escaped ? toFqdn(this.qname) : (nameText(this.raw, this.questionEnd - 4, true) as Fqdn);
+    this.canonical ??= this.hasEscapes ? toFqdn(this.qname) : (nameText(this.raw, this.questionEnd - 4, true) as Fqdn);
     return this.canonical;
   }
 }
