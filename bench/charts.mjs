@@ -104,9 +104,17 @@ function propagationSpec(rows) {
     data: { values },
     mark: 'bar',
     encoding: {
-      y: { field: 'change', type: 'nominal', title: null, sort: null },
+      y: { field: 'change', type: 'nominal', title: null, sort: null, axis: { labelLimit: 0 } },
       yOffset: { field: 'stat' },
-      x: { field: 'ms', type: 'quantitative', scale: { type: 'log' }, title: 'milliseconds (log scale)' },
+      // Bars on a log scale need a baseline above 0, and no stacking (a stack starts at 0).
+      x: {
+        field: 'ms',
+        type: 'quantitative',
+        scale: { type: 'log', domainMin: 0.1 },
+        stack: null,
+        title: 'milliseconds (log scale)',
+      },
+      x2: { datum: 0.1 },
       color: { field: 'stat', type: 'nominal', scale: { range: ['#6baed6', '#08519c'] } },
     },
   };
