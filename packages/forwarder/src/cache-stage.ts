@@ -118,7 +118,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
     return (
       prefetchHits > 0 &&
       hit.entry.hits >= prefetchHits &&
-      hit.remainingSeconds <= Math.max(1, Math.floor(hit.entry.ttlSeconds / 10)) &&
+      hit.remainingSeconds <= hit.entry.prefetchBelowSeconds &&
       !this.inflight.has(hit.entry.key.id)
     );
   }

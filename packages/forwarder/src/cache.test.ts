@@ -6,6 +6,7 @@ import {
   cacheKeyOf,
   cacheTtlOf,
   MAX_SAME_HASH,
+  prefetchThreshold,
   ReplyCache,
   toCachedReply,
 } from './cache.js';
@@ -119,5 +120,17 @@ describe('the reply cache, without sockets', () => {
   ] as const)('keeps %s', (_what, answer, p, ttl) => {
     const r = resolvedAnswer('x.example.org.', QTYPE.A, answer);
     expect(cacheTtlOf(r.wire, r.scanned, p)).toBe(ttl);
+  });
+
+  it('draws each entry a prefetch point between a tenth and a fifth of its TTL, so entries cached together come due apart', () => {
+    expect(prefetchThreshold(300, () => 0)).toBe(30);
+    expect(prefetchThreshold(300, () => 0.999)).toBe(59);
+    expect(prefetchThreshold(5, () => 0.5)).toBe(1);
+    const drawn = Array.from({ length: 200 }, () => prefetchThreshold(300));
+    expect(new Set(drawn).size).toBeGreaterThan(10);
+    for (const t of drawn) {
+      expect(t).toBeGreaterThanOrEqual(30);
+      expect(t).toBeLessThan(60);
+    }
   });
 });

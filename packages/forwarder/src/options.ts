@@ -88,7 +88,7 @@ export const forwarderFlags = {
     'serve stale answers for --server=/domain/ routes too (by default only stub domains and the default upstreams: in kube-dns’s layout the /domain/ routes are the record-builder’s zones, where a dead pod IP is worse than an error)',
   ),
   'prefetch-hits': flag.int(
-    'refresh an entry asked this many times in the background once under a tenth of its TTL is left; 0 = never',
+    'refresh an entry asked this many times in the background once a tenth to a fifth of its TTL is left (drawn per entry, so entries cached together are not refreshed together); 0 = never',
     2,
     { min: 0, max: 1_000_000 },
   ),
