@@ -104,3 +104,36 @@ export async function runHitCeiling({ row, ours, dnsmasq, names, fwArgs, baselin
   for (const old of olds) await old.stop();
   return figures;
 }
+
+/**
+ * Forwarders without a cache, each answering every query with a miss to the same upstream, in
+ * interleaved rounds as case 1's: a slow minute of the shared host weighs on them all alike.
+ * `servers` are running ({ name, pid, port }); the first is ours. Rows carry medians, and each
+ * other server's CPU per miss against ours, the median of per-round ratios.
+ */
+export async function runMissRounds({ row, servers, names, seconds, rounds }) {
+  const file = writeQueryFile(names);
+  const perRound = new Map(servers.map((s) => [s.name, []]));
+  for (let r = 0; r < rounds; r++) {
+    const results = new Map();
+    for (const s of servers)
+      results.set(s.name, await withCpu(s.pid, () => runDnsperf({ port: s.port, file, seconds })));
+    const ours = results.get(servers[0].name);
+    for (const s of servers) {
+      const x = results.get(s.name);
+      perRound.get(s.name).push({ ...x, cpuVsOurs: x.cpuUsPerQuery / ours.cpuUsPerQuery });
+    }
+  }
+  const caseName = `3. forwarder misses → record-builder (median of ${rounds} interleaved rounds)`;
+  for (const s of servers) {
+    const list = perRound.get(s.name);
+    row(caseName, s.name, {
+      tool: 'dnsperf',
+      qps: round(median(list.map((x) => x.qps)), 0),
+      lost: round(median(list.map((x) => x.lost)), 0),
+      cpuUsPerQuery: round(median(list.map((x) => x.cpuUsPerQuery)), 1),
+      cpuVsOurs: round(median(list.map((x) => x.cpuVsOurs)), 3),
+      rounds: list.length,
+    });
+  }
+}

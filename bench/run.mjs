@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
-import { baselineName, runHitCeiling, startBaseline } from './hits.mjs';
+import { baselineName, runHitCeiling, runMissRounds, startBaseline } from './hits.mjs';
 import {
   LOAD_CORE,
   machine,
@@ -161,14 +161,23 @@ if ([1, 2, 3, 4].some(want)) {
   }
   if (want(3)) {
     const fw0 = await startOurs('forwarder', forwarderArgs(toRecordBuilder(rbPort), ['--cache-size=0']));
-    row('3. forwarder misses → record-builder', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
+    if (tools.dnsperf) {
+      // The cost of a miss beside older checkouts', on the same upstream, in the same rounds.
+      const olds = [];
+      for (const dir of baselines) olds.push([dir, await startBaselineForwarder(dir, toRecordBuilder(rbPort))]);
+      await runMissRounds({
+        row,
+        servers: [
+          { name: 'cluster-dns', pid: fw0.pid, port: fw0.ready.port },
+          ...olds.map(([dir, old]) => ({ name: baselineName(dir), pid: old.pid, port: old.ready.port })),
+        ],
+        names,
+        seconds: quick ? 2 : 3,
+        rounds,
+      });
+      for (const [, old] of olds) await old.stop();
+    } else row('3. forwarder misses → record-builder', 'cluster-dns', await maxQps(fw0.pid, fw0.ready.port, names));
     await fw0.stop();
-    for (const dir of baselines) {
-      // The cost of a miss beside an older checkout's, on the same upstream.
-      const old = await startBaselineForwarder(dir, toRecordBuilder(rbPort));
-      row('3. forwarder misses → record-builder', baselineName(dir), await maxQps(old.pid, old.ready.port, names));
-      await old.stop();
-    }
     const entropyServers = [
       {
         name: 'cluster-dns',
@@ -259,6 +268,13 @@ const ratios = {
       ? round(vsCeiling('cluster-dns', 'qpsVsCeiling') / vsCeiling('dnsmasq', 'qpsVsCeiling'), 2)
       : null,
   ...baselineRatios,
+  ...Object.fromEntries(
+    rows
+      .filter(
+        (r) => r.case.startsWith('3. forwarder misses → record-builder (median') && r.server.startsWith('baseline'),
+      )
+      .map((r) => [`miss CPU per query, ${r.server}/ours (same rounds; ours at or below: ≥ 1)`, r.cpuVsOurs]),
+  ),
   'cache hits UDP max QPS, ours/dnsmasq (target ≥ 0.7)': ratio('1. forwarder cache hits, UDP, max', 'qps'),
   'cache hits UDP CPU per query, ours/dnsmasq (target ≤ 1.5)': ratio(
     '1. forwarder cache hits, UDP, max',
