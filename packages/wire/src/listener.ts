@@ -175,18 +175,29 @@ function serve(
   const idleMs = options.tcpIdleTimeoutMs ?? 10_000;
   const maxConnections = options.maxTcpConnections ?? 1000;
   const maxPerClient = options.maxTcpConnectionsPerClient ?? maxConnections;
-  const perClient = new Map<string, number>();
+  const perClient = new Map<string, Set<TcpConnection>>();
   const maxPipelined = options.maxTcpPipelined ?? 100;
+  // A connection we closed (idle, drained) is counted until Node's 'close' event, a turn after its
+  // FIN went out: a client that reconnects at once must not find its slot still taken. Counted
+  // again only at a cap, so the common case costs nothing.
+  const stillOpen = (of: Iterable<TcpConnection>) => {
+    let open = 0;
+    for (const c of of) if (!c.closed()) open++;
+    return open;
+  };
   tcp.on('error', (error) => reportError(error, { transport: 'tcp', remoteAddress: '', remotePort: 0, family }));
   tcp.on('connection', (socket) => {
     const client = socket.remoteAddress ?? '';
-    const fromClient = perClient.get(client) ?? 0;
+    const fromClient = perClient.get(client) ?? new Set<TcpConnection>();
     // One client holding many connections is cut off before it can take them all from the others.
-    if (draining || connections.size >= maxConnections || fromClient >= maxPerClient) {
+    if (
+      draining ||
+      (connections.size >= maxConnections && stillOpen(connections) >= maxConnections) ||
+      (fromClient.size >= maxPerClient && stillOpen(fromClient) >= maxPerClient)
+    ) {
       socket.destroy();
       return;
     }
-    perClient.set(client, fromClient + 1);
     const connection = serveTcpConnection(socket, {
       handler,
       idleMs,
@@ -195,11 +206,12 @@ function serve(
       onSettle: checkSettled,
     });
     connections.add(connection);
+    fromClient.add(connection);
+    perClient.set(client, fromClient);
     socket.on('close', () => {
       connections.delete(connection);
-      const left = (perClient.get(client) ?? 1) - 1;
-      if (left > 0) perClient.set(client, left);
-      else perClient.delete(client);
+      fromClient.delete(connection);
+      if (fromClient.size === 0 && perClient.get(client) === fromClient) perClient.delete(client);
       checkSettled();
     });
   });

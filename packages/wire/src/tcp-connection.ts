@@ -11,6 +11,8 @@ export interface TcpConnection {
   /** Read no more; end the connection once the pending answers are written. */
   drain(): void;
   destroy(): void;
+  /** True once our side is closed (destroyed): its fd is gone, though Node's 'close' event comes a turn later. */
+  closed(): boolean;
 }
 
 export interface TcpConnectionOptions {
@@ -146,5 +148,6 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
     settled: () => socket.destroyed || (!reading && pending === 0 && socket.writableFinished),
     drain: stopReading,
     destroy: () => socket.destroy(),
+    closed: () => socket.destroyed,
   };
 }
