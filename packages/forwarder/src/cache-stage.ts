@@ -4,11 +4,17 @@ import {
   buildBareResponse,
   type Fqdn,
   finishFromTemplate,
+  HEADER_BYTES,
+  latin1Of,
   type Next,
+  type PlainQuestion,
+  patchTemplate,
+  plainOpt,
   RCODE,
   RCODE_MASK,
   type Reply,
   type Stage,
+  udpLimitBytes,
 } from '@cluster-dns/wire';
 import {
   type CachedReply,
@@ -92,9 +98,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
     const hit = this.deps.cache.lookup(q);
     if (hit === undefined || hit.stale) return this.miss(request, cacheIdOf(q), hit, next);
     const { entry } = hit;
-    this.counts.hits++;
-    if (entry.denial) this.counts.denialHits++;
-    entry.hits++;
+    this.countHit(entry);
     if (this.deps.logQueries)
       this.deps.log.info('query', {
         qname: q.qname,
@@ -102,7 +106,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
         from: request.context.remoteAddress,
         answer: 'cached',
       });
-    if (this.shouldPrefetch(hit)) {
+    if (this.prefetchDue(entry, hit.remainingSeconds)) {
       this.counts.prefetches++;
       void this.ask(request, hit.entry.key.id, next);
     }
@@ -113,13 +117,44 @@ export class CacheStage implements Stage<ForwarderRequest> {
     });
   }
 
-  private shouldPrefetch(hit: CacheHit): boolean {
+  /**
+   * The express lane's half (hit-lane.ts): the reply serve() would make for a plain query whose
+   * fresh entry is here, made from the query's octets, or undefined — absent, expired (serve-stale
+   * decides) or due for a prefetch (serve starts it) — for the whole way through the chain.
+   */
+  hitAtOnce(raw: Buffer, q: PlainQuestion, udpPayloadBytes: number): Buffer | undefined {
+    const { cache } = this.deps;
+    const entry = cache.findByOctets(latin1Of(raw, HEADER_BYTES, q.questionEnd), q.dnssecOk);
+    if (entry === undefined) return undefined;
+    const remaining = cache.remainingSeconds(entry);
+    if (remaining <= 0 || this.prefetchDue(entry, remaining)) return undefined;
+    this.countHit(entry);
+    return patchTemplate(
+      entry.wire,
+      raw,
+      q.questionEnd,
+      udpLimitBytes(q.ednsUdpSize, udpPayloadBytes),
+      q.ednsUdpSize === 0 ? undefined : plainOpt(udpPayloadBytes, q.dnssecOk),
+      remaining === entry.ttlSeconds ? undefined : entry.ttlOffsets,
+      remaining,
+      // Found by the very octets of its question: the name is spelt as asked already.
+      false,
+    );
+  }
+
+  private countHit(entry: CachedReply): void {
+    this.counts.hits++;
+    if (entry.denial) this.counts.denialHits++;
+    entry.hits++;
+  }
+
+  private prefetchDue(entry: CachedReply, remainingSeconds: number): boolean {
     const { prefetchHits } = this.deps;
     return (
       prefetchHits > 0 &&
-      hit.entry.hits >= prefetchHits &&
-      hit.remainingSeconds <= hit.entry.prefetchBelowSeconds &&
-      !this.inflight.has(hit.entry.key.id)
+      entry.hits >= prefetchHits &&
+      remainingSeconds <= entry.prefetchBelowSeconds &&
+      !this.inflight.has(entry.key.id)
     );
   }
 

@@ -41,6 +41,8 @@ export interface CachedReply {
   readonly nameHash: number;
   /** Offset just past the question's name in `wire` (its octets start after the header). */
   readonly nameEnd: number;
+  /** The question's octets (name in canonical case, type, class) as a latin1 string: the express lane's key. */
+  readonly questionOctets: string;
   readonly wire: Buffer;
   readonly ttlOffsets: readonly number[];
   readonly ttlSeconds: number;
@@ -141,6 +143,7 @@ export function toCachedReply(
     key,
     nameHash: nameHashOf(wire, HEADER_BYTES, nameEnd),
     nameEnd,
+    questionOctets: wire.toString('latin1', HEADER_BYTES, nameEnd + 4),
     wire,
     ttlOffsets,
     ttlSeconds,
@@ -181,6 +184,12 @@ export class ReplyCache {
    * once, when the entry is).
    */
   private readonly byQuestion = new Map<number, CachedReply[]>();
+  /**
+   * Entries by their question's octets in canonical case (questionOctets): a query asked in that
+   * case (nearly every one) is found by a string V8 hashes and compares natively, where the hash
+   * above walks its octets in JS. One or two entries each (DO clear and set).
+   */
+  private readonly byQuestionOctets = new Map<string, CachedReply[]>();
   private denials = 0;
   /**
    * A hit moves its entry to the LRU's newest end only when this many insertions came since it was
@@ -224,32 +233,71 @@ export class ReplyCache {
     return this.denials;
   }
 
-  private remainingSeconds(entry: CachedReply): number {
+  /** Whole seconds of TTL left to an entry: 0 or less once expired. */
+  remainingSeconds(entry: CachedReply): number {
     return entry.ttlSeconds - Math.floor((this.now() - entry.storedAtMs) / 1000);
   }
 
   /** The entry answering this query and its remaining TTL, or undefined when absent or past serving. */
   lookup(q: ParsedQuery): CacheHit | undefined {
-    const candidates = this.byQuestion.get(q.nameHash);
+    const entry = this.find(q.raw, q.questionEnd - 4, q.nameHash, q.qtype, q.qclass, q.edns?.dnssecOk === true);
+    if (entry === undefined) return undefined;
+    const remainingSeconds = this.remainingSeconds(entry);
+    if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
+    if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
+    this.lru?.delete(entry.key.id);
+    return undefined;
+  }
+
+  /**
+   * The entry for a question, fresh or not, found by its name's hash (nameHashOf) and the name's
+   * octets in `raw` up to `nameEnd` (any case); counted as used by the LRU. From octets, not a
+   * ParsedQuery, so an express lane that never parsed one can ask too.
+   */
+  find(
+    raw: Uint8Array,
+    nameEnd: number,
+    nameHash: number,
+    qtype: number,
+    qclass: number,
+    dnssecOk: boolean,
+  ): CachedReply | undefined {
+    const candidates = this.byQuestion.get(nameHash);
     if (candidates === undefined) return undefined;
-    const dnssecOk = q.edns?.dnssecOk === true;
-    const nameEnd = q.questionEnd - 4;
-    for (const entry of candidates) {
+    for (let i = 0; i < candidates.length; i++) {
+      const entry = candidates[i] as CachedReply;
       const { key } = entry;
-      if (key.qtype !== q.qtype || key.qclass !== q.qclass || key.dnssecOk !== dnssecOk) continue;
-      if (entry.nameEnd !== nameEnd || !sameNameOctets(entry.wire, q.raw, HEADER_BYTES, nameEnd)) continue;
-      if (this.counts.insertions - entry.lruMark >= this.bumpAfter) {
-        // Through the LRU, so the entry counts as used.
-        this.lru?.get(key.id);
-        entry.lruMark = this.counts.insertions;
-      }
-      const remainingSeconds = this.remainingSeconds(entry);
-      if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
-      if (-remainingSeconds < this.maxStaleSeconds) return { entry, remainingSeconds: 0, stale: true };
-      this.lru?.delete(key.id);
-      return undefined;
+      if (key.qtype !== qtype || key.qclass !== qclass || key.dnssecOk !== dnssecOk) continue;
+      if (entry.nameEnd !== nameEnd || !sameNameOctets(entry.wire, raw, HEADER_BYTES, nameEnd)) continue;
+      this.touch(entry);
+      return entry;
     }
     return undefined;
+  }
+
+  /**
+   * find() for a question given as its octets exactly as an entry holds them (questionOctets: the
+   * name in canonical case); a query in any other case is not found here, only by find().
+   */
+  findByOctets(questionOctets: string, dnssecOk: boolean): CachedReply | undefined {
+    const candidates = this.byQuestionOctets.get(questionOctets);
+    if (candidates === undefined) return undefined;
+    for (let i = 0; i < candidates.length; i++) {
+      const entry = candidates[i] as CachedReply;
+      if (entry.key.dnssecOk !== dnssecOk) continue;
+      this.touch(entry);
+      return entry;
+    }
+    return undefined;
+  }
+
+  /** A hit: the entry counts as used. */
+  private touch(entry: CachedReply): void {
+    if (this.counts.insertions - entry.lruMark >= this.bumpAfter) {
+      // Through the LRU, so the entry counts as used.
+      this.lru?.get(entry.key.id);
+      entry.lruMark = this.counts.insertions;
+    }
   }
 
   set(entry: CachedReply): void {
@@ -272,6 +320,9 @@ export class ReplyCache {
       }
       sameHash.push(entry);
     } else this.byQuestion.set(entry.nameHash, [entry]);
+    const sameQuestion = this.byQuestionOctets.get(entry.questionOctets);
+    if (sameQuestion) sameQuestion.push(entry);
+    else this.byQuestionOctets.set(entry.questionOctets, [entry]);
     for (const name of entry.names) {
       let entries = this.byName.get(name);
       if (!entries) {
@@ -316,6 +367,12 @@ export class ReplyCache {
       const at = sameHash.indexOf(entry);
       if (at >= 0) sameHash.splice(at, 1);
       if (sameHash.length === 0) this.byQuestion.delete(entry.nameHash);
+    }
+    const sameQuestion = this.byQuestionOctets.get(entry.questionOctets);
+    if (sameQuestion) {
+      const at = sameQuestion.indexOf(entry);
+      if (at >= 0) sameQuestion.splice(at, 1);
+      if (sameQuestion.length === 0) this.byQuestionOctets.delete(entry.questionOctets);
     }
     for (const name of entry.names) {
       const entries = this.byName.get(name);

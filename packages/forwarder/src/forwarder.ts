@@ -16,11 +16,13 @@ import { ChaosStage } from './chaos-stage.js';
 import { createConfigReloader } from './config-reloader.js';
 import { readConfigSources } from './config-source.js';
 import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
+import { createHitLane } from './hit-lane.js';
 import { createLoopDetector } from './loop-detect.js';
 import { LoopGuardStage } from './loop-guard-stage.js';
 import { createForwarderMetrics } from './metrics.js';
 import { NotifyStage } from './notify-stage.js';
 import type { ForwarderOptions } from './options.js';
+import { ServerQueryCounts } from './query-counts.js';
 import { serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
 import { UpstreamStats } from './upstream-stats.js';
@@ -133,8 +135,11 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     forward.serve(request),
   );
 
-  const metrics = createForwarderMetrics(registry, {
-    server: () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`,
+  const server = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
+  const queries = new ServerQueryCounts(() => ({ server: server(), zone: '.' }));
+  createForwarderMetrics(registry, {
+    server,
+    queries,
     cache,
     cacheStage,
     forward,
@@ -155,9 +160,14 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log,
     observe: (outcome) => {
       if (outcome.rejected) rejected[outcome.rejected] = (rejected[outcome.rejected] ?? 0) + 1;
-      metrics.observeQuery(outcome);
+      queries.observe(outcome);
     },
   });
+
+  // Logging every query needs the whole way: the lane logs nothing.
+  const express = options.logQueries
+    ? undefined
+    : createHitLane({ cacheStage, queries, udpPayloadBytes: options.ednsPacketMax, bypass: loops.outstanding });
 
   let draining = false;
   return {
@@ -182,6 +192,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           port: listeners[0]?.port ?? options.port,
           flags: '--listen-address, --port',
           handler,
+          express,
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
           maxTcpConnections: options.maxTcpConnections,
           maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,

@@ -1,19 +1,10 @@
-import {
-  collectProcessMetrics,
-  counterFrom,
-  gaugeFrom,
-  HistogramStore,
-  LabelledCounts,
-  labelledFrom,
-  registerHistogram,
-  typeIndexOf,
-} from '@cluster-dns/runtime';
-import { type QueryOutcome, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
+import { collectProcessMetrics, counterFrom, gaugeFrom, labelledFrom, registerHistogram } from '@cluster-dns/runtime';
 import type { Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
 import type { NotifyStage } from './notify-stage.js';
+import type { ServerQueryCounts } from './query-counts.js';
 import type { UpstreamStats } from './upstream-stats.js';
 import type { ZoneSync } from './zone-sync.js';
 
@@ -31,6 +22,8 @@ export interface ForwarderMetricSources {
   loopDisabled(): number;
   /** Config reloads refused (invalid or unreadable ConfigMap or resolv file). */
   reloadFailures(): number;
+  /** The per-query server series, counted by the pipeline's observe hook and the express lane. */
+  queries: ServerQueryCounts;
 }
 
 /**
@@ -43,7 +36,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   collectProcessMetrics(registry);
   const { cache, cacheStage, forward, upstreams, notify, zones } = sources;
   const server = () => ({ server: sources.server() });
-  const ZONE = '.';
 
   counterFrom(
     registry,
@@ -214,8 +206,8 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     () => [...upstreams.lastAnswered].map(([to, answered]) => [{ to }, answered ? 1 : 0]),
   );
 
-  // The server-level series, per query from the pipeline's observe hook: plain counts.
-  const requests = new LabelledCounts();
+  // The server-level series: plain counts (query-counts.ts), from the pipeline and the express lane.
+  const { requests, responses, duration } = sources.queries;
   labelledFrom(
     registry,
     'coredns_dns_requests_total',
@@ -223,7 +215,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['server', 'zone', 'proto', 'family', 'type'],
     () => requests.entries(),
   );
-  const responses = new LabelledCounts();
   labelledFrom(
     registry,
     'coredns_dns_responses_total',
@@ -231,39 +222,10 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['server', 'zone', 'rcode', 'plugin'],
     () => responses.entries(),
   );
-  const duration = new HistogramStore();
   registerHistogram(
     registry,
     'coredns_dns_request_duration_seconds',
     'Time from a query arriving to its reply, by query type.',
     duration,
   );
-  const base = () => ({ server: sources.server(), zone: ZONE });
-
-  return {
-    /** One message through the query pipeline (the pipeline's `observe`): counts only, no labels hashed. */
-    observeQuery(outcome: QueryOutcome): void {
-      const { query, reply, context } = outcome;
-      if (!query) return;
-      // Series keyed by small numbers: a query makes no string and hashes none.
-      const tcp = context.transport === 'tcp' ? 1 : 0;
-      const v6 = context.family === 6 ? 1 : 0;
-      const type = typeIndexOf(query.qtype, typeLabel);
-      // bump/record first: the labels' closure is made only for a series' first query.
-      const key = type * 4 + tcp * 2 + v6;
-      if (!requests.bump(key))
-        requests.inc(key, () => ({
-          ...base(),
-          proto: context.transport,
-          family: v6 ? '2' : '1',
-          type: typeLabel(query.qtype),
-        }));
-      if (!duration.record(type, outcome.seconds))
-        duration.observe(type, () => ({ ...base(), type: typeLabel(query.qtype) }), outcome.seconds);
-      // The header's four bits: 16 rcodes, and a 17th for a message dropped unanswered.
-      const rcode = reply ? u16(reply, 2) & RCODE_MASK : 16;
-      if (!responses.bump(rcode))
-        responses.inc(rcode, () => ({ ...base(), rcode: rcode === 16 ? 'dropped' : rcodeLabel(rcode), plugin: '' }));
-    },
-  };
 }

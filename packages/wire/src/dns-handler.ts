@@ -20,3 +20,10 @@ export interface QueryContext {
  */
 export type Reply = Buffer | readonly Buffer[] | Iterable<Buffer> | undefined;
 export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
+
+/**
+ * Answers a UDP query at once, before the handler, when it can (a cache hit); undefined hands the
+ * query to the handler. It sees only the message and the socket's address family, counts what it
+ * answers itself, and must answer nothing the handler would answer differently.
+ */
+export type ExpressLane = (message: Buffer, family: 4 | 6) => Buffer | undefined;

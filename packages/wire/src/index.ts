@@ -58,6 +58,7 @@ export { canonicalIpv6, ipv4ToNumber, ipv6Groups, ipv6Nibbles, numberToIpv4 } fr
 export {
   DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
   type DnsListener,
+  type ExpressLane,
   type ListenDnsOptions,
   listenDns,
   type QueryContext,
@@ -76,7 +77,7 @@ export {
 } from './message.js';
 export { flagsWord, MessageWriter } from './message-writer.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
-export { putU16, putU32, u16, u32 } from './octets.js';
+export { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
 export { encodeOptRecord } from './opt-record.js';
 export {
   createQueryPipeline,
@@ -91,8 +92,10 @@ export {
   nameHashOf,
   opcodeOf,
   type ParsedQuery,
+  PlainQuestion,
   parseQuery,
   questionInZone,
+  readPlainQuery,
   sameNameOctets,
 } from './query.js';
 export { assembleReply, copyRecord, recordTarget } from './record-copy.js';
@@ -117,8 +120,11 @@ export {
   buildHeaderOnlyResponse,
   finishFromTemplate,
   maxResponseBytes,
+  patchTemplate,
+  plainOpt,
   type TemplatePatch,
   type Transport,
+  udpLimitBytes,
 } from './response.js';
 export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';

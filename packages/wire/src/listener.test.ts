@@ -92,6 +92,30 @@ describe('listenDns and the client', () => {
     expect(seen.sort()).toEqual(ids);
   });
 
+  it('answers a UDP query from the express lane when it can, and from the handler otherwise and over TCP', async () => {
+    const seen: Array<{ name: string; family: number }> = [];
+    const listener = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      // The lane takes A queries only, answering NXDOMAIN; the handler answers REFUSED.
+      express: (raw, family) => {
+        const q = parseQuery(raw);
+        seen.push({ name: q.key, family });
+        return q.qtype === QTYPE.A ? buildBareResponse(q, RCODE.NXDOMAIN) : undefined;
+      },
+      handler: (raw) => buildBareResponse(parseQuery(raw), RCODE.REFUSED),
+    });
+    open.push(listener);
+    const server = { host: '127.0.0.1', port: listener.port };
+    expect((await queryDns(server, 'a.example.org', QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect((await queryDns(server, 'b.example.org', QTYPE.AAAA)).flags.rcode).toBe(RCODE.REFUSED);
+    expect((await queryDns(server, 'c.example.org', QTYPE.A, { transport: 'tcp' })).flags.rcode).toBe(RCODE.REFUSED);
+    expect(seen).toEqual([
+      { name: 'a.example.org.', family: 4 },
+      { name: 'b.example.org.', family: 4 },
+    ]);
+  });
+
   it('drops a reply with the wrong ID and waits for the right one', async () => {
     const fake = dgram.createSocket('udp4');
     await new Promise<void>((r) => fake.bind(0, '127.0.0.1', () => r()));

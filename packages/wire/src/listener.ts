@@ -1,11 +1,11 @@
 import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
+import type { ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
 import { DnsBindError } from './errors.js';
 import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
 
-export type { QueryContext, RawHandler, Reply } from './dns-handler.js';
+export type { ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
 
 export interface ListenDnsOptions {
   host: string;
@@ -14,6 +14,11 @@ export interface ListenDnsOptions {
   /** The flags that set host and port, named in a bind failure ("--dns-bind-address, --dns-port"). */
   flags?: string;
   handler: RawHandler;
+  /**
+   * Tried first for every UDP query (dns-handler.ts): what it answers is sent at once, with no
+   * context object, pipeline or chain around it. The forwarder's cache hits take it.
+   */
+  express?: ExpressLane;
   /** Called when the handler throws or a send fails; the packet is then dropped. */
   onHandlerError?: (error: unknown, context: QueryContext) => void;
   /** RFC 7766 §6.2.3: close a TCP connection idle this long. */
@@ -149,8 +154,13 @@ function serve(
     if (Buffer.isBuffer(reply)) udp.send(reply, port, address);
     else for (const message of reply) udp.send(message, port, address);
   };
+  const { express } = options;
   udp.on('message', (msg, rinfo) => {
     if (draining) return;
+    if (express !== undefined) {
+      const answered = express(msg, family);
+      if (answered !== undefined) return sendUdp(answered, rinfo.port, rinfo.address);
+    }
     const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port, family };
     let reply: Reply | Promise<Reply>;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { putU16, putU32, u16, u32 } from './octets.js';
+import { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
 
 describe('octets by index', () => {
   it('reads and writes as Buffer does, the top bit included', () => {
@@ -17,5 +17,13 @@ describe('octets by index', () => {
       expect(ours).toEqual(theirs);
       expect(u16(ours, 5)).toBe(theirs.readUInt16BE(5));
     }
+  });
+
+  it('reads octets as a latin1 string as toString does, every octet value and any range', () => {
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    expect(latin1Of(all, 0, 256)).toBe(all.toString('latin1'));
+    expect(latin1Of(all, 12, 40)).toBe(all.toString('latin1', 12, 40));
+    expect(latin1Of(all, 5, 5)).toBe('');
+    expect(latin1Of(all.subarray(100), 1, 3)).toBe(String.fromCharCode(101, 102));
   });
 });

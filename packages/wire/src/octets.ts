@@ -1,3 +1,5 @@
+import { Buffer } from 'node:buffer';
+
 // Big-endian reads and writes by index, for the code every query runs through (parse, the
 // pipeline's checks, a cache hit's copy). Buffer's own methods (readUInt16BE and the rest) are
 // reached through a property load, and a datagram's Buffer, made in C++, misses V8's inline cache
@@ -25,4 +27,17 @@ export function putU32(octets: Uint8Array, value: number, at: number): void {
   octets[at + 1] = value >>> 16;
   octets[at + 2] = value >>> 8;
   octets[at + 3] = value;
+}
+
+/** Buffer's own latin1Slice, the method `toString('latin1', …)` ends in; typed here, as @types/node does not. */
+const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(start: number, end: number): string }).latin1Slice;
+
+/**
+ * Octets [start, end) as a latin1 string (one character per octet), as `toString('latin1', start,
+ * end)` gives it. Called through a saved reference, not a method of the buffer: a datagram's
+ * Buffer misses the inline cache for every method (above), and toString then dispatches on the
+ * encoding through two more generic loads. Undici calls Buffer's utf8Slice directly the same way.
+ */
+export function latin1Of(octets: Buffer, start: number, end: number): string {
+  return latin1Slice.call(octets, start, end);
 }

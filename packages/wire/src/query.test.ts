@@ -3,7 +3,7 @@ import { QTYPE, RCODE } from './constants.js';
 import { toFqdn } from './fqdn.js';
 import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
 import { writeName } from './names-on-wire.js';
-import { nameHashOf, parseQuery, questionInZone, sameNameOctets } from './query.js';
+import { nameHashOf, PlainQuestion, parseQuery, questionInZone, readPlainQuery, sameNameOctets } from './query.js';
 import { buildBareResponse, buildHeaderOnlyResponse, finishFromTemplate, maxResponseBytes } from './response.js';
 
 const query = (name: string, type: number, edns?: { udpSize: number; dnssecOk?: boolean }) =>
@@ -36,6 +36,72 @@ describe('parseQuery', () => {
     ['a pointer loop', Buffer.from('123401000001000000000000c00c00010001', 'hex'), true],
   ])('rejects %s (FORMERR possible: %s)', (_what, raw, readable) => {
     expect(() => parseQuery(raw)).toThrow(expect.objectContaining({ headerReadable: readable }));
+  });
+});
+
+describe('readPlainQuery', () => {
+  const plain = (raw: Buffer) => {
+    const into = new PlainQuestion();
+    return readPlainQuery(raw, into) ? { ...into } : undefined;
+  };
+  /** `raw` with octet `at` set to `value`. */
+  const patched = (raw: Buffer, at: number, value: number) => {
+    const copy = Buffer.from(raw);
+    copy[at] = value;
+    return copy;
+  };
+
+  it('reads the question and the EDNS size and DO bit of a plain query, as parseQuery does', () => {
+    for (const edns of [undefined, { udpSize: 1232 }, { udpSize: 4096, dnssecOk: true }, { udpSize: 100 }]) {
+      const raw = query('Svc-1.Example.org', QTYPE.AAAA, edns);
+      const q = parseQuery(raw);
+      expect(plain(raw)).toEqual({
+        questionEnd: q.questionEnd,
+        qtype: QTYPE.AAAA,
+        qclass: 1,
+        ednsUdpSize: q.edns?.udpSize ?? 0,
+        dnssecOk: q.edns?.dnssecOk ?? false,
+      });
+    }
+    // The root, the shortest name there is.
+    expect(plain(query('.', QTYPE.NS))).toMatchObject({ questionEnd: 17, qtype: QTYPE.NS });
+  });
+
+  it('leaves to the pipeline every message that is not a plain query, readable or not', () => {
+    const a = query('a.example.org', QTYPE.A);
+    const withOpt = query('a.example.org', QTYPE.A, { udpSize: 1232 });
+    const opt = parseQuery(withOpt).questionEnd;
+    const others: Array<[string, Buffer]> = [
+      ['a short packet', Buffer.alloc(16)],
+      ['a response', patched(a, 2, 0x81)],
+      ['a NOTIFY', encodeMessage(buildQueryMessage(1, 'a.example.org', QTYPE.SOA, { opcode: 4 }))],
+      ['two questions', patched(a, 5, 2)],
+      ['no question', patched(a, 5, 0)],
+      ['an answer record', patched(a, 7, 1)],
+      ['an authority record', patched(a, 9, 1)],
+      ['two additional records', patched(withOpt, 11, 2)],
+      ['an additional record that is not an OPT', patched(withOpt, opt + 2, QTYPE.TSIG)],
+      [
+        'an OPT not owned by the root',
+        Buffer.concat([withOpt.subarray(0, opt), Buffer.from([1, 0x61]), withOpt.subarray(opt + 1)]),
+      ],
+      ['EDNS version 1', patched(withOpt, opt + 6, 1)],
+      ['an OPT whose RDATA runs past the end', patched(withOpt, opt + 10, 4)],
+      ['a name running off the end', Buffer.from('12340100000100000000000003616263', 'hex')],
+      ['a compression pointer', Buffer.from('123401000001000000000000c00c00010001', 'hex')],
+      ['a question cut short', a.subarray(0, a.length - 1)],
+      [
+        'a name over 255 octets',
+        Buffer.concat([
+          a.subarray(0, 12),
+          ...Array.from({ length: 5 }, () => Buffer.from([60, ...Buffer.alloc(60, 0x61)])),
+          Buffer.from([0, 0, 1, 0, 1]),
+        ]),
+      ],
+    ];
+    for (const [what, raw] of others) expect(plain(raw), what).toBeUndefined();
+    // Every one of them gets the pipeline's answer instead; the readable ones parse or throw there.
+    expect(plain(a)).toBeDefined();
   });
 });
 

@@ -27,9 +27,14 @@ export function maxResponseBytes(
   udpPayloadBytes: number = EDNS_DEFAULT_UDP_BYTES,
 ): number {
   if (transport === 'tcp') return TCP_MAX_BYTES;
-  return query.edns
-    ? Math.max(UDP_LEGACY_MAX_BYTES, Math.min(query.edns.udpSize, udpPayloadBytes))
-    : UDP_LEGACY_MAX_BYTES;
+  return udpLimitBytes(query.edns?.udpSize ?? 0, udpPayloadBytes);
+}
+
+/** maxResponseBytes over UDP, from the asker's EDNS payload size (0 without EDNS). */
+export function udpLimitBytes(ednsUdpSize: number, udpPayloadBytes: number): number {
+  return ednsUdpSize === 0
+    ? UDP_LEGACY_MAX_BYTES
+    : Math.max(UDP_LEGACY_MAX_BYTES, Math.min(ednsUdpSize, udpPayloadBytes));
 }
 
 export interface BareResponseOptions {
@@ -49,6 +54,11 @@ function optFor(query: ParsedQuery, udpPayloadBytes: number | undefined, rcode =
   const udpSize = udpPayloadBytes ?? EDNS_DEFAULT_UDP_BYTES;
   const dnssecOk = query.edns.dnssecOk;
   if (rcode >> 4 !== 0) return encodeOptRecord({ extendedRcode: rcode >> 4, dnssecOk, udpSize });
+  return plainOpt(udpSize, dnssecOk);
+}
+
+/** Our OPT record advertising `udpSize`, with the DO bit echoed and no extended rcode: made once, shared. */
+export function plainOpt(udpSize: number, dnssecOk: boolean): Buffer {
   const slot = udpSize * 2 + (dnssecOk ? 1 : 0);
   let opt = plainOpts.get(slot);
   if (!opt) {
@@ -116,7 +126,34 @@ export function finishFromTemplate(
   limitBytes: number,
   patch?: TemplatePatch,
 ): Buffer {
-  const opt = query.edns === undefined ? undefined : optFor(query, patch?.udpPayloadBytes);
+  return patchTemplate(
+    template,
+    query.raw,
+    query.questionEnd,
+    limitBytes,
+    query.edns === undefined ? undefined : optFor(query, patch?.udpPayloadBytes),
+    patch?.ttlSeconds === undefined ? undefined : patch.ttlOffsets,
+    patch?.ttlSeconds ?? 0,
+  );
+}
+
+/**
+ * finishFromTemplate from the query's octets alone, for a caller that has not parsed it into a
+ * ParsedQuery (an express lane): `raw` is the query, its question ending at `questionEnd`; `opt`
+ * the OPT to append (plainOpt) or undefined; `ttlOffsets` the TTL fields to set to `ttlSeconds`,
+ * or undefined to leave the template's. `copyName` false skips copying the asker's spelling of the
+ * name, for a caller that found the template by the very same octets.
+ */
+export function patchTemplate(
+  template: Buffer,
+  raw: Buffer,
+  questionEnd: number,
+  limitBytes: number,
+  opt: Buffer | undefined,
+  ttlOffsets: readonly number[] | undefined,
+  ttlSeconds: number,
+  copyName = true,
+): Buffer {
   const optBytes = opt === undefined ? 0 : OPT_RECORD_BYTES;
   const body = template.length + optBytes > limitBytes ? truncateReply(template, limitBytes - optBytes) : template;
   const bodyBytes = body.length;
@@ -124,18 +161,19 @@ export function finishFromTemplate(
   // Whole-buffer copies only (TypedArray#set, not Buffer#copy's checks around it), and the few
   // octets that change by hand: a copy of a part makes a typed-array view per call.
   out.set(body);
-  const raw = query.raw;
   out[0] = raw[0] as number;
   out[1] = raw[1] as number;
   // RD and CD are the asker's: RD is the top octet's low bit, CD a bit of the low octet.
   out[2] = ((body[2] as number) & ~RD_OCTET) | ((raw[2] as number) & RD_OCTET);
   out[3] = ((body[3] as number) & ~CD_OCTET) | ((raw[3] as number) & CD_OCTET);
-  const ttlOffsets = patch?.ttlOffsets;
-  if (ttlOffsets !== undefined && patch?.ttlSeconds !== undefined) {
-    for (const offset of ttlOffsets) if (offset + 4 <= bodyBytes) putU32(out, patch.ttlSeconds, offset);
+  if (ttlOffsets !== undefined) {
+    for (let i = 0; i < ttlOffsets.length; i++) {
+      const offset = ttlOffsets[i] as number;
+      if (offset + 4 <= bodyBytes) putU32(out, ttlSeconds, offset);
+    }
   }
   // Same name, same length: the asker's spelling over the canonical one (0x20 echo).
-  for (let i = HEADER_BYTES, end = query.questionEnd - 4; i < end; i++) out[i] = raw[i] as number;
+  if (copyName) for (let i = HEADER_BYTES, end = questionEnd - 4; i < end; i++) out[i] = raw[i] as number;
   if (opt !== undefined) {
     for (let i = 0; i < OPT_RECORD_BYTES; i++) out[bodyBytes + i] = opt[i] as number;
     putU16(out, u16(out, 10) + 1, 10);
