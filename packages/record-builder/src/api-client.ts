@@ -1,4 +1,4 @@
-import { ClusterDnsError } from '@cluster-dns/wire';
+import { ClusterDnsError, latin1Of } from '@cluster-dns/wire';
 import { HttpMethod, type KubeConfig, type KubernetesObject, RequestContext, Watch } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 
@@ -49,6 +49,22 @@ export interface ApiClient {
 }
 
 /**
+ * A list's body as text, one character per octet (latin1), each chunk as it arrives, not decoded as
+ * UTF-8 once the whole body is in. JSON's structure is ASCII, and every field DNS reads is ASCII by
+ * the API's validation (DNS-1123 names, IPs, port names, hostnames), so a non-ASCII octet (in an
+ * annotation, say) becomes a wrong character in a field nobody reads, never broken JSON. A chunk is
+ * copied into a string while the next is on the wire; at the end only the join is left. Collected
+ * and decoded at the end (`text()`), the 270 MB of a 10,000-Service, 100,000-endpoint cluster cost
+ * the API worker's start 125 ms of concatenation and 180 ms of UTF-8 decoding (CPU profile).
+ */
+export async function asciiBody(body: AsyncIterable<Uint8Array> | null): Promise<string> {
+  if (body === null) return '';
+  const parts: string[] = [];
+  for await (const chunk of body) parts.push(latin1Of(chunk, 0, chunk.length));
+  return parts.join('');
+}
+
+/**
  * The Kubernetes API through client-node's public pieces: its kubeconfig authentication for lists
  * (`applySecurityAuthentication` on a RequestContext, then undici's fetch with the dispatcher it
  * sets up), and its `Watch` for watches.
@@ -76,8 +92,8 @@ export function createApiClient(kubeConfig: KubeConfig): ApiClient {
       } catch (error) {
         throw new ApiRequestError(path, undefined, `request failed: ${(error as Error).message}`, { cause: error });
       }
-      const text = await response.text();
       if (response.status !== 200) {
+        const text = await response.text();
         let message = `HTTP ${response.status}`;
         try {
           message += `: ${(JSON.parse(text) as { message?: string }).message ?? ''}`;
@@ -86,7 +102,7 @@ export function createApiClient(kubeConfig: KubeConfig): ApiClient {
         }
         throw new ApiRequestError(path, response.status, message);
       }
-      const list = JSON.parse(text) as {
+      const list = JSON.parse(await asciiBody(response.body)) as {
         items?: KubernetesObject[] | null;
         metadata?: { resourceVersion?: string; continue?: string };
       };

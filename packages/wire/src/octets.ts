@@ -30,14 +30,17 @@ export function putU32(octets: Uint8Array, value: number, at: number): void {
 }
 
 /** Buffer's own latin1Slice, the method `toString('latin1', …)` ends in; typed here, as @types/node does not. */
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(start: number, end: number): string }).latin1Slice;
+const latin1Slice = (
+  Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, start: number, end: number): string }
+).latin1Slice;
 
 /**
  * Octets [start, end) as a latin1 string (one character per octet), as `toString('latin1', start,
  * end)` gives it. Called through a saved reference, not a method of the buffer: a datagram's
  * Buffer misses the inline cache for every method (above), and toString then dispatches on the
  * encoding through two more generic loads. Undici calls Buffer's utf8Slice directly the same way.
+ * Any Uint8Array will do, not only a Buffer.
  */
-export function latin1Of(octets: Buffer, start: number, end: number): string {
+export function latin1Of(octets: Uint8Array, start: number, end: number): string {
   return latin1Slice.call(octets, start, end);
 }
