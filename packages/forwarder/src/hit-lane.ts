@@ -18,7 +18,8 @@ export interface HitLaneDeps {
  * counted as the pipeline would count it. Anything else takes the whole way: the pipeline's checks,
  * then notify, chaos (class CH, never taken here), the loop guard (bypass) and the cache stage,
  * which serves stale answers and starts prefetches. On a hit this skips the pipeline's request
- * and context objects, the chain's hops and a ParsedQuery: a fifth of a hit's cost (bench case 1).
+ * and context objects, the chain's hops and a ParsedQuery: a third of what a hit cost above the
+ * bare-dgram ceiling (callgrind: 24,300 → 22,800 instructions a hit; the ceiling 20,050).
  */
 export function createHitLane(deps: HitLaneDeps): ExpressLane {
   const { cacheStage, queries, udpPayloadBytes } = deps;
