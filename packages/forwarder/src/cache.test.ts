@@ -1,11 +1,12 @@
 import { buildQueryMessage, encodeMessage, type Fqdn, parseQuery, QTYPE, RCODE, toFqdn } from '@cluster-dns/wire';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type CachePolicy,
   cacheIdOf,
   cacheKeyOf,
   cacheTtlOf,
   MAX_SAME_HASH,
+  monotonicMs,
   prefetchThreshold,
   ReplyCache,
   toCachedReply,
@@ -27,6 +28,24 @@ describe('the reply cache, without sockets', () => {
     expect(cacheIdOf(queryOf('www.example.org', QTYPE.AAAA))).not.toBe(cacheIdOf(queryOf('www.example.org')));
     expect(cacheIdOf(queryOf('www.example.org', QTYPE.A, true))).not.toBe(cacheIdOf(queryOf('www.example.org')));
     expect(cacheKeyOf(queryOf('WWW.example.org')).name).toBe('www.example.org.');
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('counts TTLs on a monotonic clock: a step of the wall clock neither lengthens nor expires them', () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: new Date('2026-12-02T12:00:00Z') });
+    const cache = new ReplyCache(10);
+    cache.set(entryFor('a.example.org', monotonicMs()));
+    const q = queryOf('a.example.org');
+    // NTP steps the clock back an hour: the TTL must not grow past the 60 s the upstream gave.
+    vi.setSystemTime(new Date('2026-12-02T11:00:00Z'));
+    expect(cache.lookup(q)?.remainingSeconds).toBeLessThanOrEqual(60);
+    // And two hours forward: the entry is still fresh, not expired with the whole cache.
+    vi.setSystemTime(new Date('2026-12-02T13:00:00Z'));
+    expect(cache.lookup(q)).toMatchObject({ stale: false });
+    expect(cache.lookup(q)?.remainingSeconds).toBeGreaterThan(50);
   });
 
   it('counts the remaining TTL down, keeps an expired entry for serve-stale, then drops it', () => {

@@ -1,4 +1,5 @@
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import {
   type Fqdn,
   HEADER_BYTES,
@@ -170,6 +171,13 @@ export function prefetchThreshold(ttlSeconds: number, random: () => number = Mat
 }
 
 /**
+ * The cache's clock, in ms: monotonic, as Go's time that CoreDNS counts TTLs with. Every use is an
+ * interval (a TTL counted down, a recheck or case-blind period); on the wall clock an NTP step back
+ * would serve TTLs above what the upstream gave, and a step forward expire the whole cache at once.
+ */
+export const monotonicMs = (): number => performance.now();
+
+/**
  * The LRU cache of replies (lru-cache), bounded by entries. The caller copies a hit's bytes once,
  * patching the remaining TTL in (finishFromTemplate). An expired entry is kept `maxStaleSeconds`
  * more (RFC 8767 serve-stale; 0 drops it on read), and every entry is indexed by the names in it,
@@ -203,7 +211,7 @@ export class ReplyCache {
 
   constructor(
     readonly maxEntries: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicMs,
     private readonly maxStaleSeconds = 0,
   ) {
     this.bumpAfter = Math.max(1, Math.floor(maxEntries / 8));

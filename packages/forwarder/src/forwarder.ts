@@ -10,7 +10,7 @@ import {
   type Rejection,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { ReplyCache } from './cache.js';
+import { monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
 import { ChaosStage } from './chaos-stage.js';
 import { createConfigReloader } from './config-reloader.js';
@@ -60,7 +60,7 @@ export interface Forwarder {
  */
 export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps): Forwarder {
   const { log } = deps;
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? monotonicMs;
   const registry = new Registry();
   const closers = new CloseStack();
   const listeners: DnsListener[] = [];

@@ -99,7 +99,7 @@ export async function forwardQuery(
   q: UpstreamQuestion,
   options: ForwardOptions,
 ): Promise<Buffer> {
-  const deadline = Date.now() + options.deadlineMs;
+  const deadline = performance.now() + options.deadlineMs;
   const tried: string[] = [];
   let fallback: Buffer | undefined;
   let lastError: unknown;
@@ -107,7 +107,7 @@ export async function forwardQuery(
   for (const server of servers) {
     const id = serverText(server);
     if (options.disabled.has(id)) continue;
-    const left = deadline - Date.now();
+    const left = deadline - performance.now();
     if (left <= 0) break;
     tried.push(id);
     const counts = stats.server(id);
@@ -125,14 +125,14 @@ export async function forwardQuery(
         randomCase = false;
         query = buildUpstreamQuery(q);
         reply = await options.exchangeUdp(server, query, {
-          timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - Date.now())),
+          timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
           onRejected,
         });
       }
       if ((reply.readUInt16BE(2) & FLAG.TC) !== 0) {
         reply = await exchangeRaw(server, buildUpstreamQuery(q), {
           transport: 'tcp',
-          timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - Date.now())),
+          timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
           onRejected,
         });
       }
