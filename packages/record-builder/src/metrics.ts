@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import {
   collectProcessMetrics,
   HistogramStore,
@@ -207,6 +208,36 @@ export function createRecordBuilderMetrics(registry: Registry) {
 
   let coalescedSeen = 0;
 
+  /** Every per-query series, for one query: its reply (undefined when none was sent) and rcode. */
+  const countQuery = (
+    qtype: number,
+    system: 'auth' | 'reverse',
+    reply: Buffer | undefined,
+    rcode: number,
+    tcp: boolean,
+    seconds: number,
+  ): void => {
+    // Series keyed by small numbers: a query makes no string and hashes none.
+    // bump/record first: the labels' closure is made only for a series' first query.
+    const sys = system === 'auth' ? 0 : 1;
+    if (!requestCount.bump(sys)) requestCount.inc(sys, () => ({ system }));
+    if (!requestDuration.record(sys, seconds)) requestDuration.observe(sys, () => ({ system }), seconds);
+    const size = reply?.length ?? 0;
+    if (!responseSize.record(sys, size)) responseSize.observe(sys, () => ({ system }), size);
+    const truncated = reply !== undefined && (u16(reply, 2) & FLAG.TC) !== 0;
+    const cause = truncated ? 'truncated' : ERROR_CAUSES[rcode];
+    const errorKey = sys * 32 + (truncated ? 16 : rcode);
+    if (cause && !errorCount.bump(errorKey)) errorCount.inc(errorKey, () => ({ system, cause }));
+    const type = typeIndexOf(qtype, typeLabel);
+    const key = (type * 16 + rcode) * 2 + (tcp ? 1 : 0);
+    if (!requests.bump(key))
+      requests.inc(key, () => ({
+        qtype: typeLabel(qtype),
+        rcode: rcodeLabel(rcode),
+        transport: tcp ? 'tcp' : 'udp',
+      }));
+  };
+
   return {
     /** One message through the pipeline; `system` is kube-dns's split: auth (the zone) or reverse. */
     observeQuery(outcome: QueryOutcome, system: 'auth' | 'reverse'): void {
@@ -215,31 +246,14 @@ export function createRecordBuilderMetrics(registry: Registry) {
         malformed.labels(rejected === 'short' || rejected === 'response' ? 'dropped' : 'formerr').inc();
       }
       if (!query) return;
-      // Series keyed by small numbers: a query makes no string and hashes none.
-      // bump/record first: the labels' closure is made only for a series' first query.
-      const sys = system === 'auth' ? 0 : 1;
-      if (!requestCount.bump(sys)) requestCount.inc(sys, () => ({ system }));
-      if (!requestDuration.record(sys, outcome.seconds))
-        requestDuration.observe(sys, () => ({ system }), outcome.seconds);
-      const size = reply?.length ?? 0;
-      if (!responseSize.record(sys, size)) responseSize.observe(sys, () => ({ system }), size);
-      const flags = reply ? u16(reply, 2) : 0;
       // A zone transfer is sent lazily, after this: no first message to read, and not a failure.
       const lazy = query.qtype === QTYPE.AXFR || query.qtype === QTYPE.IXFR;
-      const rcode = reply ? flags & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;
-      const truncated = (flags & FLAG.TC) !== 0;
-      const cause = truncated ? 'truncated' : ERROR_CAUSES[rcode];
-      const errorKey = sys * 32 + (truncated ? 16 : rcode);
-      if (cause && !errorCount.bump(errorKey)) errorCount.inc(errorKey, () => ({ system, cause }));
-      const tcp = outcome.context.transport === 'tcp' ? 1 : 0;
-      const type = typeIndexOf(query.qtype, typeLabel);
-      const key = (type * 16 + rcode) * 2 + tcp;
-      if (!requests.bump(key))
-        requests.inc(key, () => ({
-          qtype: typeLabel(query.qtype),
-          rcode: rcodeLabel(rcode),
-          transport: outcome.context.transport,
-        }));
+      const rcode = reply ? u16(reply, 2) & RCODE_MASK : lazy && !rejected ? RCODE.NOERROR : RCODE.SERVFAIL;
+      countQuery(query.qtype, system, reply, rcode, outcome.context.transport === 'tcp', outcome.seconds);
+    },
+    /** A query answered at once over UDP, before the pipeline (the express lane, hit-lane.ts). */
+    countAnswered(qtype: number, system: 'auth' | 'reverse', reply: Buffer): void {
+      countQuery(qtype, system, reply, u16(reply, 2) & RCODE_MASK, false, 0);
     },
     store(stats: {
       endpoints: number;

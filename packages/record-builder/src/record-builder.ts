@@ -2,6 +2,7 @@ import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir,
 import { createQueryPipeline, type DnsListener, exchangeRaw, listenDns } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import type { ZoneView } from './answer-builder.js';
+import { createAnswerLane } from './answer-lane.js';
 import { createApiFeed } from './api-feed.js';
 import { dumpStore } from './cache-dump.js';
 import { ClusterState } from './cluster-state.js';
@@ -191,6 +192,12 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         port: options.dnsPort,
         flags: '--dns-bind-address, --dns-port',
         handler,
+        express: createAnswerLane({
+          cache: responder.cache,
+          isReady: () => ready,
+          udpPayloadBytes: options.ednsPacketMax,
+          count: metrics.countAnswered,
+        }),
         maxTcpConnections: options.maxTcpConnections,
         maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
         tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
