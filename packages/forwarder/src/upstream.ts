@@ -94,6 +94,13 @@ export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buf
  * forgery that guessed port and ID): the server is asked again at once in plain case, and from
  * then on for an hour (UpstreamStats.caseBlind).
  */
+/**
+ * Less time than this left before the deadline is no time for another server. It also absorbs
+ * the clocks' difference: libuv runs timers on a millisecond clock read once per loop turn, so the
+ * last try's timeout can fire up to a millisecond before the deadline by performance.now.
+ */
+const MIN_TRY_MS = 5;
+
 export async function forwardQuery(
   servers: readonly HostPort[],
   q: UpstreamQuestion,
@@ -108,7 +115,7 @@ export async function forwardQuery(
     const id = serverText(server);
     if (options.disabled.has(id)) continue;
     const left = deadline - performance.now();
-    if (left <= 0) break;
+    if (left < MIN_TRY_MS) break;
     tried.push(id);
     const counts = stats.server(id);
     counts.queries++;
