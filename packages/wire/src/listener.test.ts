@@ -116,6 +116,24 @@ describe('listenDns and the client', () => {
     ]);
   });
 
+  it('leaves a query to the handler when the express lane throws, and reports it', async () => {
+    const errors: unknown[] = [];
+    const listener = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      express: () => {
+        throw new Error('lane broke');
+      },
+      handler: (raw) => buildBareResponse(parseQuery(raw), RCODE.NXDOMAIN),
+      onHandlerError: (error) => errors.push(error),
+    });
+    open.push(listener);
+    const server = { host: '127.0.0.1', port: listener.port };
+    expect((await queryDns(server, 'a.example.org', QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect((await queryDns(server, 'b.example.org', QTYPE.A)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['lane broke', 'lane broke']);
+  });
+
   it('drops a reply with the wrong ID and waits for the right one', async () => {
     const fake = dgram.createSocket('udp4');
     await new Promise<void>((r) => fake.bind(0, '127.0.0.1', () => r()));

@@ -158,7 +158,13 @@ function serve(
   udp.on('message', (msg, rinfo) => {
     if (draining) return;
     if (express !== undefined) {
-      const answered = express(msg, family);
+      let answered: Buffer | undefined;
+      try {
+        answered = express(msg, family);
+      } catch (error) {
+        // A lane that fails leaves the query to the handler, whose own checks answer it.
+        reportError(error, { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port, family });
+      }
       if (answered !== undefined) return sendUdp(answered, rinfo.port, rinfo.address);
     }
     const context: QueryContext = { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port, family };
