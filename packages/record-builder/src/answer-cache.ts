@@ -25,8 +25,11 @@ export interface Entry {
   mark: number;
 }
 
-/** What an entry costs beyond its bytes: the key, the entry, the LRU's bookkeeping. */
-const ENTRY_OVERHEAD_BYTES = 160;
+/**
+ * What an entry costs beyond its bytes and strings: the entry, the LRU's bookkeeping, its slots in
+ * the hash and octets indexes.
+ */
+const ENTRY_OVERHEAD_BYTES = 200;
 
 /** Entries kept on one question hash: names picked to collide cost a few compares, not a scan. */
 export const MAX_SAME_HASH = 8;
@@ -54,7 +57,8 @@ export class AnswerCache {
   constructor(readonly maxBytes: number) {
     this.lru = new LRUCache<string, Entry>({
       maxSize: Math.max(maxBytes, 1024),
-      sizeCalculation: (entry, key) => entry.wire.length + key.length * 2 + ENTRY_OVERHEAD_BYTES,
+      sizeCalculation: (entry, key) =>
+        entry.wire.length + key.length * 2 + entry.questionOctets.length + ENTRY_OVERHEAD_BYTES,
       dispose: (entry, key) => this.untag(key, entry),
     });
   }
