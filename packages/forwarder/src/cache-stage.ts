@@ -1,20 +1,17 @@
 import { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
 import {
+  answerPlainQuery,
   buildBareResponse,
   type Fqdn,
   finishFromTemplate,
-  HEADER_BYTES,
-  latin1Of,
   type Next,
   type PlainQuestion,
-  patchTemplate,
-  plainOpt,
+  questionOctetsOf,
   RCODE,
   RCODE_MASK,
   type Reply,
   type Stage,
-  udpLimitBytes,
 } from '@cluster-dns/wire';
 import {
   type CachedReply,
@@ -124,21 +121,18 @@ export class CacheStage implements Stage<ForwarderRequest> {
    */
   hitAtOnce(raw: Buffer, q: PlainQuestion, udpPayloadBytes: number): Buffer | undefined {
     const { cache } = this.deps;
-    const entry = cache.findByOctets(latin1Of(raw, HEADER_BYTES, q.questionEnd), q.dnssecOk);
+    const entry = cache.findByOctets(questionOctetsOf(raw, q.questionEnd), q.dnssecOk);
     if (entry === undefined) return undefined;
     const remaining = cache.remainingSeconds(entry);
     if (remaining <= 0 || this.prefetchDue(entry, remaining)) return undefined;
     this.countHit(entry);
-    return patchTemplate(
+    return answerPlainQuery(
       entry.wire,
       raw,
-      q.questionEnd,
-      udpLimitBytes(q.ednsUdpSize, udpPayloadBytes),
-      q.ednsUdpSize === 0 ? undefined : plainOpt(udpPayloadBytes, q.dnssecOk),
+      q,
+      udpPayloadBytes,
       remaining === entry.ttlSeconds ? undefined : entry.ttlOffsets,
       remaining,
-      // Found by the very octets of its question: the name is spelt as asked already.
-      false,
     );
   }
 

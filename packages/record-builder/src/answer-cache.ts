@@ -1,5 +1,5 @@
 import type { Buffer } from 'node:buffer';
-import { HEADER_BYTES, type ParsedQuery, sameNameOctets } from '@cluster-dns/wire';
+import { HEADER_BYTES, type ParsedQuery, questionOctetsOf, sameNameOctets } from '@cluster-dns/wire';
 
 /** kube-dns's split of its metrics: the cluster zone (auth) or a reverse zone. */
 export type ZoneSystem = 'auth' | 'reverse';
@@ -116,7 +116,7 @@ export class AnswerCache {
       qtype: q.qtype,
       qclass: q.qclass,
       nameEnd: q.questionEnd - 4,
-      questionOctets: wire.toString('latin1', HEADER_BYTES, q.questionEnd),
+      questionOctets: questionOctetsOf(wire, q.questionEnd),
       system,
       mark: ++this.insertions,
     };

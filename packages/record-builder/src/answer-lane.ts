@@ -1,14 +1,11 @@
 import type { Buffer } from 'node:buffer';
 import {
+  answerPlainQuery,
   type ExpressLane,
-  HEADER_BYTES,
-  latin1Of,
   PlainQuestion,
-  patchTemplate,
-  plainOpt,
   QCLASS,
+  questionOctetsOf,
   readPlainQuery,
-  udpLimitBytes,
 } from '@cluster-dns/wire';
 import type { AnswerCache, ZoneSystem } from './answer-cache.js';
 
@@ -26,7 +23,7 @@ export interface AnswerLaneDeps {
  * The record-builder's express lane (wire's ExpressLane), as the forwarder's cache hits have one:
  * a plain UDP query of class IN whose answer is ready in the answer cache, asked in the case the
  * cache keeps (canonical), is answered here, before the query pipeline and the chain, with the
- * bytes the answer stage makes from the same template (finishFromTemplate's patch), and counted
+ * bytes the answer stage makes from the same template (wire's answerPlainQuery), and counted
  * in the same series. Anything else takes the whole way: the zone stage (REFUSED outside our
  * zones, SERVFAIL before ready, NXDOMAIN for escaped names), transfers, and answers built on a miss.
  */
@@ -35,19 +32,9 @@ export function createAnswerLane(deps: AnswerLaneDeps): ExpressLane {
   const question = new PlainQuestion();
   return (raw) => {
     if (!readPlainQuery(raw, question) || question.qclass !== QCLASS.IN || !deps.isReady()) return undefined;
-    const entry = cache.findByOctets(latin1Of(raw, HEADER_BYTES, question.questionEnd));
+    const entry = cache.findByOctets(questionOctetsOf(raw, question.questionEnd));
     if (entry === undefined) return undefined;
-    const reply = patchTemplate(
-      entry.wire,
-      raw,
-      question.questionEnd,
-      udpLimitBytes(question.ednsUdpSize, udpPayloadBytes),
-      question.ednsUdpSize === 0 ? undefined : plainOpt(udpPayloadBytes, question.dnssecOk),
-      undefined,
-      0,
-      // Found by the very octets of its question: the name is spelt as asked already.
-      false,
-    );
+    const reply = answerPlainQuery(entry.wire, raw, question, udpPayloadBytes);
     deps.count(question.qtype, entry.system, reply);
     return reply;
   };

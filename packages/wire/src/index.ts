@@ -95,6 +95,7 @@ export {
   PlainQuestion,
   parseQuery,
   questionInZone,
+  questionOctetsOf,
   readPlainQuery,
   sameNameOctets,
 } from './query.js';
@@ -115,16 +116,14 @@ export type {
 } from './records.js';
 export { checkReply, compareQuestion, questionEndOf, type RejectReason } from './reply-check.js';
 export {
+  answerPlainQuery,
   type BareResponseOptions,
   buildBareResponse,
   buildHeaderOnlyResponse,
   finishFromTemplate,
   maxResponseBytes,
-  patchTemplate,
-  plainOpt,
   type TemplatePatch,
   type Transport,
-  udpLimitBytes,
 } from './response.js';
 export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';

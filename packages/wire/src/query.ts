@@ -12,7 +12,7 @@ import {
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, ROOT, toFqdn } from './fqdn.js';
 import { CANONICAL_OCTET, ESCAPED, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
-import { u16, u32 } from './octets.js';
+import { latin1Of, u16, u32 } from './octets.js';
 
 /** The EDNS0 pseudo-record of a message (RFC 6891 §6.1). */
 export interface Edns {
@@ -228,6 +228,15 @@ function walkQuestionName(raw: Buffer): number {
     pos = labelEnd;
   }
   return pos + 1;
+}
+
+/**
+ * A message's question (name, type and class, HEADER_BYTES..questionEnd) as one latin1 string: the
+ * key a cache keeps a template under (its canonical question) and the key an express lane looks a
+ * query up by (its question as asked). One function for both, so the two always match.
+ */
+export function questionOctetsOf(message: Uint8Array, questionEnd: number): string {
+  return latin1Of(message, HEADER_BYTES, questionEnd);
 }
 
 /**

@@ -12,7 +12,7 @@ import {
 } from './constants.js';
 import { putU16, putU32, u16 } from './octets.js';
 import { encodeOptRecord } from './opt-record.js';
-import type { ParsedQuery } from './query.js';
+import type { ParsedQuery, PlainQuestion } from './query.js';
 import { truncateReply } from './truncate.js';
 
 export type Transport = 'udp' | 'tcp';
@@ -58,7 +58,7 @@ function optFor(query: ParsedQuery, udpPayloadBytes: number | undefined, rcode =
 }
 
 /** Our OPT record advertising `udpSize`, with the DO bit echoed and no extended rcode: made once, shared. */
-export function plainOpt(udpSize: number, dnssecOk: boolean): Buffer {
+function plainOpt(udpSize: number, dnssecOk: boolean): Buffer {
   const slot = udpSize * 2 + (dnssecOk ? 1 : 0);
   let opt = plainOpts.get(slot);
   if (!opt) {
@@ -138,13 +138,40 @@ export function finishFromTemplate(
 }
 
 /**
- * finishFromTemplate from the query's octets alone, for a caller that has not parsed it into a
- * ParsedQuery (an express lane): `raw` is the query, its question ending at `questionEnd`; `opt`
- * the OPT to append (plainOpt) or undefined; `ttlOffsets` the TTL fields to set to `ttlSeconds`,
- * or undefined to leave the template's. `copyName` false skips copying the asker's spelling of the
- * name, for a caller that found the template by the very same octets.
+ * finishFromTemplate for a plain query (readPlainQuery) whose template was found by the query's
+ * own question octets (questionOctetsOf), as the express lanes find theirs: the limit and OPT from
+ * its EDNS, and the name left as the template spells it, which is as asked. `ttlOffsets` set to
+ * `ttlSeconds` as in TemplatePatch.
  */
-export function patchTemplate(
+export function answerPlainQuery(
+  template: Buffer,
+  raw: Buffer,
+  question: PlainQuestion,
+  udpPayloadBytes: number,
+  ttlOffsets?: readonly number[],
+  ttlSeconds = 0,
+): Buffer {
+  const edns = question.ednsUdpSize !== 0;
+  return patchTemplate(
+    template,
+    raw,
+    question.questionEnd,
+    udpLimitBytes(question.ednsUdpSize, udpPayloadBytes),
+    edns ? plainOpt(udpPayloadBytes, question.dnssecOk) : undefined,
+    ttlOffsets,
+    ttlSeconds,
+    false,
+  );
+}
+
+/**
+ * The body of finishFromTemplate and answerPlainQuery, from the query's octets: `raw` is the query,
+ * its question ending at `questionEnd`; `opt` the OPT to append (plainOpt) or undefined;
+ * `ttlOffsets` the TTL fields to set to `ttlSeconds`, or undefined to leave the template's.
+ * `copyName` false skips copying the asker's spelling of the name, for a caller that found the
+ * template by the very same octets.
+ */
+function patchTemplate(
   template: Buffer,
   raw: Buffer,
   questionEnd: number,
