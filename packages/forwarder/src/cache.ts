@@ -249,7 +249,7 @@ export class ReplyCache {
 
   /** The entry answering this query and its remaining TTL, or undefined when absent or past serving. */
   lookup(q: ParsedQuery): CacheHit | undefined {
-    const entry = this.find(q.raw, q.questionEnd - 4, q.nameHash, q.qtype, q.qclass, q.edns?.dnssecOk === true);
+    const entry = this.find(q);
     if (entry === undefined) return undefined;
     const remainingSeconds = this.remainingSeconds(entry);
     if (remainingSeconds > 0) return { entry, remainingSeconds, stale: false };
@@ -259,25 +259,19 @@ export class ReplyCache {
   }
 
   /**
-   * The entry for a question, fresh or not, found by its name's hash (nameHashOf) and the name's
-   * octets in `raw` up to `nameEnd` (any case); counted as used by the LRU. From octets, not a
-   * ParsedQuery, so an express lane that never parsed one can ask too.
+   * The entry for a query, fresh or not, found by its name's hash (nameHashOf) and the name's
+   * octets (any case); counted as used by the LRU.
    */
-  find(
-    raw: Uint8Array,
-    nameEnd: number,
-    nameHash: number,
-    qtype: number,
-    qclass: number,
-    dnssecOk: boolean,
-  ): CachedReply | undefined {
-    const candidates = this.byQuestion.get(nameHash);
+  private find(q: ParsedQuery): CachedReply | undefined {
+    const candidates = this.byQuestion.get(q.nameHash);
     if (candidates === undefined) return undefined;
+    const dnssecOk = q.edns?.dnssecOk === true;
+    const nameEnd = q.questionEnd - 4;
     for (let i = 0; i < candidates.length; i++) {
       const entry = candidates[i] as CachedReply;
       const { key } = entry;
-      if (key.qtype !== qtype || key.qclass !== qclass || key.dnssecOk !== dnssecOk) continue;
-      if (entry.nameEnd !== nameEnd || !sameNameOctets(entry.wire, raw, HEADER_BYTES, nameEnd)) continue;
+      if (key.qtype !== q.qtype || key.qclass !== q.qclass || key.dnssecOk !== dnssecOk) continue;
+      if (entry.nameEnd !== nameEnd || !sameNameOctets(entry.wire, q.raw, HEADER_BYTES, nameEnd)) continue;
       this.touch(entry);
       return entry;
     }
@@ -285,8 +279,8 @@ export class ReplyCache {
   }
 
   /**
-   * find() for a question given as its octets exactly as an entry holds them (questionOctets: the
-   * name in canonical case); a query in any other case is not found here, only by find().
+   * The entry for a question given as its octets exactly as an entry holds them (questionOctets:
+   * the name in canonical case), fresh or not; a query in any other case is found only by lookup().
    */
   findByOctets(questionOctets: string, dnssecOk: boolean): CachedReply | undefined {
     const candidates = this.byQuestionOctets.get(questionOctets);
@@ -371,22 +365,21 @@ export class ReplyCache {
   }
 
   private untag(entry: CachedReply): void {
-    const sameHash = this.byQuestion.get(entry.nameHash);
-    if (sameHash) {
-      const at = sameHash.indexOf(entry);
-      if (at >= 0) sameHash.splice(at, 1);
-      if (sameHash.length === 0) this.byQuestion.delete(entry.nameHash);
-    }
-    const sameQuestion = this.byQuestionOctets.get(entry.questionOctets);
-    if (sameQuestion) {
-      const at = sameQuestion.indexOf(entry);
-      if (at >= 0) sameQuestion.splice(at, 1);
-      if (sameQuestion.length === 0) this.byQuestionOctets.delete(entry.questionOctets);
-    }
+    unlist(this.byQuestion, entry.nameHash, entry);
+    unlist(this.byQuestionOctets, entry.questionOctets, entry);
     for (const name of entry.names) {
       const entries = this.byName.get(name);
       entries?.delete(entry);
       if (entries?.size === 0) this.byName.delete(name);
     }
   }
+}
+
+/** Takes `entry` off the list under `key`, and the list off the map once it is empty. */
+function unlist<K>(index: Map<K, CachedReply[]>, key: K, entry: CachedReply): void {
+  const list = index.get(key);
+  if (!list) return;
+  const at = list.indexOf(entry);
+  if (at >= 0) list.splice(at, 1);
+  if (list.length === 0) index.delete(key);
 }

@@ -86,6 +86,13 @@ export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buf
 }
 
 /**
+ * Less time than this left before the deadline is no time for another server. It also absorbs
+ * the clocks' difference: libuv runs timers on a millisecond clock read once per loop turn, so the
+ * last try's timeout can fire up to a millisecond before the deadline by performance.now.
+ */
+const MIN_TRY_MS = 5;
+
+/**
  * Asks the servers of a route in order until one answers with something other than SERVFAIL or
  * REFUSED: each try has its own random ID and source port, a truncated UDP reply is asked again
  * over TCP, and the whole thing ends by `deadlineMs`. If every server failed but one answered
@@ -94,13 +101,6 @@ export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buf
  * forgery that guessed port and ID): the server is asked again at once in plain case, and from
  * then on for an hour (UpstreamStats.caseBlind).
  */
-/**
- * Less time than this left before the deadline is no time for another server. It also absorbs
- * the clocks' difference: libuv runs timers on a millisecond clock read once per loop turn, so the
- * last try's timeout can fire up to a millisecond before the deadline by performance.now.
- */
-const MIN_TRY_MS = 5;
-
 export async function forwardQuery(
   servers: readonly HostPort[],
   q: UpstreamQuestion,
