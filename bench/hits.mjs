@@ -72,31 +72,18 @@ export async function runHitCeiling({ row, ours, dnsmasq, names, fwArgs, baselin
     await warm(old.ready.port, names);
     servers.push({ name: baselineName(dir), pid: old.pid, port: old.ready.port });
   }
-  const file = writeQueryFile(names);
-  const perRound = new Map(servers.map((s) => [s.name, []]));
-  for (let r = 0; r < rounds; r++) {
-    const results = new Map();
-    for (const s of servers)
-      results.set(s.name, await withCpu(s.pid, () => runDnsperf({ port: s.port, file, seconds, clients: 4 })));
-    const base = results.get(ceiling.name);
-    for (const s of servers) {
-      const x = results.get(s.name);
-      perRound
-        .get(s.name)
-        .push({ ...x, qpsVsCeiling: x.qps / base.qps, cpuVsCeiling: x.cpuUsPerQuery / base.cpuUsPerQuery });
-    }
-  }
+  const medians = await interleavedRounds({ servers, names, seconds, rounds, clients: 4 });
   const caseName = `1. cache hits vs the Node ceiling, UDP, max (median of ${rounds} interleaved rounds)`;
   const figures = {};
   for (const s of servers) {
-    const list = perRound.get(s.name);
+    const m = medians.get(s.name);
     figures[s.name] = {
       tool: 'dnsperf',
-      qps: round(median(list.map((x) => x.qps)), 0),
-      cpuUsPerQuery: round(median(list.map((x) => x.cpuUsPerQuery)), 1),
-      qpsVsCeiling: round(median(list.map((x) => x.qpsVsCeiling)), 3),
-      cpuVsCeiling: round(median(list.map((x) => x.cpuVsCeiling)), 3),
-      rounds: list.length,
+      qps: m.qps,
+      cpuUsPerQuery: m.cpuUsPerQuery,
+      qpsVsCeiling: m.qpsVsFirst,
+      cpuVsCeiling: m.cpuVsFirst,
+      rounds: m.rounds,
     };
     row(caseName, s.name, figures[s.name]);
   }
@@ -112,28 +99,54 @@ export async function runHitCeiling({ row, ours, dnsmasq, names, fwArgs, baselin
  * other server's CPU per miss against ours, the median of per-round ratios.
  */
 export async function runMissRounds({ row, servers, names, seconds, rounds }) {
+  const medians = await interleavedRounds({ servers, names, seconds, rounds });
+  const caseName = `3. forwarder misses → record-builder (median of ${rounds} interleaved rounds)`;
+  for (const s of servers) {
+    const m = medians.get(s.name);
+    row(caseName, s.name, {
+      tool: 'dnsperf',
+      qps: m.qps,
+      lost: m.lost,
+      cpuUsPerQuery: m.cpuUsPerQuery,
+      cpuVsOurs: m.cpuVsFirst,
+      rounds: m.rounds,
+    });
+  }
+}
+
+/**
+ * `rounds` rounds of dnsperf against each of `servers` ({ name, pid, port }) in turn, the same
+ * names each time, `clients` at once (dnsperf's default when undefined). Each round's QPS and CPU
+ * per query of every server are taken against the first server's in that round, so a slow minute
+ * of the shared host weighs on all of them alike. Returns, by server name, the medians over the
+ * rounds: qps, lost, cpuUsPerQuery, qpsVsFirst, cpuVsFirst, and the number of rounds.
+ */
+async function interleavedRounds({ servers, names, seconds, rounds, clients }) {
   const file = writeQueryFile(names);
   const perRound = new Map(servers.map((s) => [s.name, []]));
   for (let r = 0; r < rounds; r++) {
     const results = new Map();
     for (const s of servers)
-      results.set(s.name, await withCpu(s.pid, () => runDnsperf({ port: s.port, file, seconds })));
-    const ours = results.get(servers[0].name);
+      results.set(s.name, await withCpu(s.pid, () => runDnsperf({ port: s.port, file, seconds, clients })));
+    const first = results.get(servers[0].name);
     for (const s of servers) {
       const x = results.get(s.name);
-      perRound.get(s.name).push({ ...x, cpuVsOurs: x.cpuUsPerQuery / ours.cpuUsPerQuery });
+      perRound
+        .get(s.name)
+        .push({ ...x, qpsVsFirst: x.qps / first.qps, cpuVsFirst: x.cpuUsPerQuery / first.cpuUsPerQuery });
     }
   }
-  const caseName = `3. forwarder misses → record-builder (median of ${rounds} interleaved rounds)`;
-  for (const s of servers) {
-    const list = perRound.get(s.name);
-    row(caseName, s.name, {
-      tool: 'dnsperf',
-      qps: round(median(list.map((x) => x.qps)), 0),
-      lost: round(median(list.map((x) => x.lost)), 0),
-      cpuUsPerQuery: round(median(list.map((x) => x.cpuUsPerQuery)), 1),
-      cpuVsOurs: round(median(list.map((x) => x.cpuVsOurs)), 3),
+  const medians = new Map();
+  for (const [name, list] of perRound) {
+    const med = (field) => median(list.map((x) => x[field]));
+    medians.set(name, {
+      qps: round(med('qps'), 0),
+      lost: round(med('lost'), 0),
+      cpuUsPerQuery: round(med('cpuUsPerQuery'), 1),
+      qpsVsFirst: round(med('qpsVsFirst'), 3),
+      cpuVsFirst: round(med('cpuVsFirst'), 3),
       rounds: list.length,
     });
   }
+  return medians;
 }
