@@ -12,7 +12,7 @@ import {
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, ROOT, toFqdn } from './fqdn.js';
 import { CANONICAL_OCTET, ESCAPED, MAX_NAME_OCTETS, readName, skipName } from './names-on-wire.js';
-import { latin1Of, u16, u32 } from './octets.js';
+import { latin1Of, u16 } from './octets.js';
 
 /** The EDNS0 pseudo-record of a message (RFC 6891 §6.1). */
 export interface Edns {
@@ -279,13 +279,14 @@ export function readPlainQuery(raw: Buffer, into: PlainQuestion): boolean {
   into.dnssecOk = false;
   if (raw[11] === 0) return true;
   // The one additional record: an OPT (root owner, type 41) with its RDATA inside the message.
-  const opt = questionEnd;
-  if (opt + 11 > raw.length || raw[opt] !== 0 || u16(raw, opt + 1) !== QTYPE.OPT) return false;
-  if (opt + 11 + u16(raw, opt + 9) > raw.length) return false;
+  if (raw[questionEnd] !== 0) return false;
+  const type = questionEnd + 1;
+  if (type + 10 > raw.length || u16(raw, type) !== QTYPE.OPT || type + 10 + u16(raw, type + 8) > raw.length)
+    return false;
   // Version 0 only: a higher one gets BADVERS from the pipeline.
-  if (raw[opt + 6] !== 0) return false;
-  into.ednsUdpSize = Math.max(UDP_LEGACY_MAX_BYTES, u16(raw, opt + 3));
-  into.dnssecOk = ((raw[opt + 7] as number) & (EDNS_DO_BIT >>> 8)) !== 0;
+  if (optVersion(raw, type) !== 0) return false;
+  into.ednsUdpSize = optUdpSize(raw, type);
+  into.dnssecOk = optDnssecOk(raw, type);
   return true;
 }
 
@@ -310,14 +311,24 @@ function readEdns(raw: Buffer, start: number): Edns | undefined {
       if (i < rrCount) throw new QueryFormatError('OPT record outside the additional section', true);
       if (edns) throw new QueryFormatError('more than one OPT record', true);
       if (raw[nameStart] !== 0) throw new QueryFormatError('OPT record owner is not the root', true);
-      const ttl = u32(raw, pos + 4);
-      edns = {
-        udpSize: Math.max(UDP_LEGACY_MAX_BYTES, u16(raw, pos + 2)),
-        version: (ttl >>> 16) & 0xff,
-        dnssecOk: (ttl & EDNS_DO_BIT) !== 0,
-      };
+      edns = { udpSize: optUdpSize(raw, pos), version: optVersion(raw, pos), dnssecOk: optDnssecOk(raw, pos) };
     }
     pos += 10 + rdlength;
   }
   return edns;
+}
+
+// An OPT record's fields (RFC 6891 §6.1.2), by the offset of its TYPE: the requestor's payload size
+// in CLASS (under 512 reads as 512, §6.2.5), then in the TTL the extended rcode, the version, and
+// the DO bit at the top of the flags.
+function optUdpSize(raw: Buffer, type: number): number {
+  return Math.max(UDP_LEGACY_MAX_BYTES, u16(raw, type + 2));
+}
+
+function optVersion(raw: Buffer, type: number): number {
+  return raw[type + 5] as number;
+}
+
+function optDnssecOk(raw: Buffer, type: number): boolean {
+  return ((raw[type + 6] as number) & (EDNS_DO_BIT >>> 8)) !== 0;
 }
