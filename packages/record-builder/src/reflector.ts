@@ -90,19 +90,20 @@ export function createReflector(options: ReflectorOptions): Reflector {
 
   const list = async () => {
     const seen = new Set<string>();
-    let page = await api.listPage(path, { limit: options.pageSize });
+    // Each object is applied as the page's bytes bring it (listPage's onItem), so a relist never
+    // holds a whole page, let alone two copies of the cluster, and never empties the store.
+    const onItem = (object: KubernetesObject) => {
+      const key = keyOf(object);
+      seen.add(key);
+      const before = known.get(key);
+      if (before === undefined) apply(object, 'add');
+      else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
+    };
+    let page = await api.listPage(path, { limit: options.pageSize }, onItem);
     const listVersion = page.resourceVersion;
-    for (;;) {
-      for (const object of page.items) {
-        const key = keyOf(object);
-        seen.add(key);
-        const before = known.get(key);
-        if (before === undefined) apply(object, 'add');
-        else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
-      }
-      if (stopped || !page.continueToken) break;
-      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken });
-    }
+    while (!stopped && page.continueToken)
+      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken }, onItem);
+    if (stopped) return;
     for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
     version = listVersion;
   };

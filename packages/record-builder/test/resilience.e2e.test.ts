@@ -73,6 +73,35 @@ describe('record-builder process follows the API and survives its faults', () =>
     expect(metrics).toMatch(/clusterdns_recordbuilder_relists_total\{resource="services",reason="expired"\} [1-9]/);
   });
 
+  it('lists again after a list cut mid-body, applying what it read and removing nothing it did not', async () => {
+    // Enough objects that half a page holds some of them whole: those are applied as they arrive.
+    const extra = Array.from({ length: 40 }, (_, i) =>
+      fixtures.service('shop', `svc-${i}`, { clusterIPs: [`10.96.20.${i + 1}`] }),
+    );
+    const rb = await startRecordBuilder([...base(), ...extra]);
+    const probe = watchRcodes(rb, `svc-39.shop.${Z}`);
+    await waitFor(() => rb.api.openWatches() === 2, { what: 'both watches' });
+    // The watches resume from a version the API server has forgotten: 410, and a relist, cut.
+    rb.api.faults.cutLists(1);
+    rb.api.faults.dropWatches({ abrupt: true });
+    rb.api.apply(fixtures.service('shop', 'after-cut', { clusterIPs: ['10.96.21.1'] }));
+    rb.api.faults.forgetHistory();
+    await rb.proc.waitForLog(
+      (l) =>
+        l.msg === 'watch failed; serving the last known state' && /reading the list failed/.test(JSON.stringify(l.err)),
+      10_000,
+    );
+    await waitFor(async () => (await rb.resolver.resolve4(`after-cut.shop.${Z}`)).includes('10.96.21.1'), {
+      what: 'the service made while the list was cut',
+      timeoutMs: 15_000,
+    });
+    await probe.stop();
+    // The last service of the cut page was never read whole: it stayed as it was, never NXDOMAIN.
+    expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
+    for (const i of [0, 20, 39])
+      expect(await rb.resolver.resolve4(`svc-${i}.shop.${Z}`)).toEqual([`10.96.20.${i + 1}`]);
+  });
+
   it('serves the last known state while the API server is down, and catches up when it returns', async () => {
     const rb = await startRecordBuilder(base());
     const probe = watchRcodes(rb, `kubernetes.default.${Z}`);

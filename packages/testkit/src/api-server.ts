@@ -72,6 +72,11 @@ export interface ApiFaults {
   forgetHistory(): void;
   /** Answers the next `count` list/watch requests with this HTTP status and a Status object. */
   failRequests(status: number, count: number): void;
+  /**
+   * Cuts the next `count` list responses: the status and the first half of the body, then the
+   * connection is reset (as a load balancer or a crashing API server does mid-transfer).
+   */
+  cutLists(count: number): void;
   /** Holds each request this long before answering, until cleared with 0. */
   delayRequests(ms: number): void;
   /** Closes the listening socket and every connection; restart() listens again on the same port. */
@@ -100,6 +105,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
   let failures: { status: number; count: number } | undefined;
   let slowWatchers = 0;
   let delayMs = 0;
+  let listsToCut = 0;
 
   const server = http.createServer((req, res) => {
     const finish = () => handle(req, res);
@@ -206,12 +212,21 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       const table = toTable(path.kind, all.slice(from, to), listVersion, params.get('includeObject'));
       return send(req, res, 200, { ...table, metadata: { ...table.metadata, ...(next ? { continue: next } : {}) } });
     }
-    return send(req, res, 200, {
+    const list = {
       kind: `${path.kind.kind}List`,
       apiVersion: apiVersionOf(path.kind),
       metadata: { resourceVersion: listVersion, ...(next ? { continue: next } : {}) },
       items: all.slice(from, to),
-    });
+    };
+    if (listsToCut > 0) {
+      listsToCut--;
+      requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch: false, status: 200 });
+      const text = JSON.stringify(list);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(text.slice(0, text.length >> 1), () => res.destroy());
+      return;
+    }
+    return send(req, res, 200, list);
   }
 
   function watch(req: http.IncomingMessage, res: http.ServerResponse, path: ResourcePath, params: URLSearchParams) {
@@ -500,6 +515,9 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       forgetHistory: () => store.compact(),
       failRequests: (code, count) => {
         failures = { status: code, count };
+      },
+      cutLists: (count) => {
+        listsToCut = count;
       },
       delayRequests: (ms) => {
         delayMs = ms;
