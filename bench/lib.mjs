@@ -231,6 +231,39 @@ export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients
   };
 }
 
+/**
+ * dnsperf at a fixed rate with every answer's latency (`-v`), on the load core, without blocking
+ * this process (it may write churn meanwhile). A C client with no GC of its own: its tail is the
+ * server's and the kernel's, where the Node load generator adds its own event-loop delays.
+ */
+export async function runDnsperfLatency({ port, file, seconds, qps }) {
+  const [command, argv] = pinned(LOAD_CORE, 'dnsperf', [
+    ...['-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds)],
+    ...['-Q', String(qps), '-c', '1', '-t', '1', '-v'],
+  ]);
+  const { stdout } = await execFileAsync(command, argv, {
+    encoding: 'utf8',
+    timeout: (seconds + 30) * 1000,
+    maxBuffer: 1 << 28,
+  });
+  // `> NOERROR svc-1.ns-1.svc.cluster.local A 0.000123`: one line per answer, latency in seconds.
+  const latencies = [...stdout.matchAll(/^> \S+ .* ([\d.]+)$/gm)].map((m) => Number(m[1]) * 1000);
+  latencies.sort((a, b) => a - b);
+  const at = (q) =>
+    latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] : null;
+  const num = (re) => Number(re.exec(stdout)?.[1] ?? Number.NaN);
+  return {
+    tool: 'dnsperf -v',
+    sent: num(/Queries sent:\s+(\d+)/),
+    lost: num(/Queries lost:\s+(\d+)/),
+    qps: num(/Queries per second:\s+([\d.]+)/),
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    maxMs: latencies.at(-1) ?? null,
+    quantilesMs: [0.5, 0.9, 0.99, 0.999].map((q) => [q, at(q)]),
+  };
+}
+
 let loadgenJobs = 0;
 
 /** Runs bench/loadgen.mjs on the load core, without blocking this process (it may apply events meanwhile). */

@@ -15,11 +15,14 @@ import {
   recordBuilderArgs,
   round,
   rssTreeMiB,
+  runDnsperfLatency,
   runLoadgen,
   SCRATCH,
   SERVER_CORE,
   startOurs,
+  tools,
   withCpu,
+  writeQueryFile,
 } from './lib.mjs';
 
 const SERVICES = 9000;
@@ -108,6 +111,24 @@ function histogramQuantile(text, name, q) {
 }
 const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
 
+/**
+ * `fn`'s result with how late the record-builder's answering thread ran its timers meanwhile (p99
+ * and max): a query tail the loop shows too is the thread's own (GC, batches, or the core taken by
+ * its API worker); one it does not is outside the thread. From prom-client's nodejs_eventloop_lag_*
+ * (a scrape resets them), which time a 10 ms timer: the 10 ms are taken off.
+ */
+async function withLoopLag(metricsPort, fn) {
+  await metric(metricsPort);
+  const result = await fn();
+  const text = await metric(metricsPort);
+  const late = (name) => round(Math.max(0, gauge(text, name) * 1000 - 10), 2);
+  return {
+    ...result,
+    loopLateP99Ms: late('nodejs_eventloop_lag_p99_seconds'),
+    loopLateMaxMs: late('nodejs_eventloop_lag_max_seconds'),
+  };
+}
+
 /** Samples a process tree's RSS every 250 ms while `fn` runs; returns fn's result and the peak. */
 async function peakRss(pid, fn) {
   let peak = rssTreeMiB(pid);
@@ -143,7 +164,7 @@ async function steadyMemory(pid, cgroup, seconds) {
  * Runs EndpointSlice churn at `perSecond` while `fn` runs: each event turns one endpoint of one
  * headless Service not ready (and the next event of that slice turns it back).
  */
-async function withChurn(api, perSecond, fn) {
+export async function withChurn(api, perSecond, fn) {
   let n = 0;
   const tick = setInterval(() => {
     for (let i = 0; i < perSecond / 100; i++) {
@@ -266,7 +287,14 @@ export async function runScale({ cores, seconds, row, quick }) {
   const full = { cpuToReadyS, rssMiB: 0, eventsPerCoreS: null };
   const ms = seconds * 1000;
   const load = (names, rate = 5000) =>
-    withCpu(rb.pid, () => runLoadgen({ port: dnsPort, names, durationMs: ms, rate, timeoutMs: 1000 }));
+    withLoopLag(metricsPort, () =>
+      withCpu(rb.pid, () => runLoadgen({ port: dnsPort, names, durationMs: ms, rate, timeoutMs: 1000 })),
+    );
+  // The same load from dnsperf, where installed: no event loop of its own to add to the tail.
+  const loadC = (names) =>
+    withLoopLag(metricsPort, () =>
+      withCpu(rb.pid, () => runDnsperfLatency({ port: dnsPort, file: writeQueryFile(names), seconds, qps: 5000 })),
+    );
   try {
     const rssAtReady = rssTreeMiB(rb.pid);
     // What the kernel, the kubelet and the OOM killer see: no GC asked for by the bench.
@@ -287,6 +315,8 @@ export async function runScale({ cores, seconds, row, quick }) {
     row(`5. scale (${label}): 5k QPS right after ready (cold)`, 'cluster-dns', await load(names(ms * 5, 0)));
     const warm = await load(names(2000, 0));
     row(`5. scale (${label}): 5k QPS, no events (warm)`, 'cluster-dns', warm);
+    if (tools.dnsperf)
+      row(`5. scale (${label}): 5k QPS, no events (warm), dnsperf`, 'cluster-dns', await loadC(names(2000, 0)));
     const afterWarm = rssTreeMiB(rb.pid);
     for (const perSecond of quick ? [1000] : [1000, 5000]) {
       const before = await metric(metricsPort);
@@ -322,6 +352,14 @@ export async function runScale({ cores, seconds, row, quick }) {
       // Let a backlog drain before the next figure.
       for (let i = 0; i < 100 && gauge(await metric(metricsPort), 'clusterdns_recordbuilder_event_backlog') > 0; i++)
         await new Promise((r) => setTimeout(r, 100));
+    }
+    if (tools.dnsperf) {
+      const churn = await withChurn(api, 1000, () => loadC(names(2000, 0)));
+      row(`5. scale (${label}): 5k QPS, 1,000 EndpointSlice events/s, dnsperf`, 'cluster-dns', {
+        ...churn.result,
+        events: churn.events,
+        eventsPerS: churn.eventsPerSecond,
+      });
     }
     row(
       `5. scale (${label}): event → answer in the record-builder`,
