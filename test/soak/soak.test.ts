@@ -1,7 +1,15 @@
 import { fixtures, launchProcess } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterAll, describe, expect, it } from 'vitest';
-import { baseCluster, dist, manifestMemoryLimitMiB, rssMiB, type Stack, startStack } from '../support/stack.js';
+import {
+  baseCluster,
+  dist,
+  manifestMemoryLimitMiB,
+  manifestNodeArgs,
+  rssMiB,
+  type Stack,
+  startStack,
+} from '../support/stack.js';
 
 // The whole stack (record-builder, forwarder with --notify push, sidecar) under mixed traffic
 // while the API churns: Services deleted and re-created with new cluster IPs, endpoints flipping
@@ -9,6 +17,8 @@ import { baseCluster, dist, manifestMemoryLimitMiB, rssMiB, type Stack, startSta
 // sent minus the propagation allowance and the moment it was answered. `pnpm test` soaks for 60 s,
 // `pnpm soak` for 10 minutes (CLUSTER_DNS_SOAK_SECONDS).
 const SECONDS = Number(process.env.CLUSTER_DNS_SOAK_SECONDS ?? 60);
+/** More record-builder flags, for an investigation (`--ixfr-journal-mib=1`: the journal full early). */
+const RB_ARGS = (process.env.CLUSTER_DNS_SOAK_RB_ARGS ?? '').split(/\s+/).filter(Boolean);
 /** Issue 13's propagation target is p99 ≤ 100 ms; a shared two-core CI machine gets ten times that. */
 const PROPAGATION_ALLOWANCE_MS = 1000;
 /** What a glibc client waits for an answer before it tries again. */
@@ -19,7 +29,7 @@ const CONCURRENCY = 16;
 const Z = 'svc.cluster.local';
 
 type RssSample = { at: number; rb: number; fw: number };
-type GaugeSample = { journal: number; answers: number };
+type GaugeSample = { journal: number; answers: number; heap: number; external: number };
 /** Means of each quarter of the samples, for the report: how flat a figure stays over the run. */
 const quarterMeans = <T>(samples: T[], value: (x: T) => number): number[] => {
   const size = Math.max(1, Math.floor(samples.length / 4));
@@ -99,7 +109,12 @@ describe('soak', () => {
           .sort()
           .join(',');
 
+      // Each server with its container's heap flags from the manifest: V8 sizes its collections by
+      // the heap limit, so without them RSS drifts where the shipped Pod's would not.
       stack = await startStack({
+        rbArgs: RB_ARGS,
+        rbNodeArgs: manifestNodeArgs('kubedns'),
+        fwNodeArgs: manifestNodeArgs('dnsmasq'),
         objects: [
           ...baseCluster(),
           ...Array.from({ length: CHURNED }, (_, i) => churnService(i)),
@@ -242,6 +257,9 @@ describe('soak', () => {
             gauges.push({
               journal: gauge(text, 'clusterdns_recordbuilder_journal_bytes'),
               answers: gauge(text, 'clusterdns_recordbuilder_answer_cache_bytes'),
+              // The answering thread's heap (prom-client's; the API worker's is not in it).
+              heap: gauge(text, 'nodejs_heap_size_used_bytes'),
+              external: gauge(text, 'nodejs_external_memory_bytes'),
             }),
           )
           .catch(() => {});
@@ -269,6 +287,9 @@ describe('soak', () => {
         rbLastVsSecondQuarter: `${(((rbQuarters[3] as number) / (rbQuarters[1] as number) - 1) * 100).toFixed(1)} %`,
         rbJournalKiB: quarters(quarterMeans(gauges, (g) => kib(g.journal))),
         rbAnswerCacheKiB: quarters(quarterMeans(gauges, (g) => kib(g.answers))),
+        rbMainHeapMiB: quarters(quarterMeans(gauges, (g) => g.heap / 1048576)),
+        rbExternalMiB: quarters(quarterMeans(gauges, (g) => g.external / 1048576)),
+        rbArgs: RB_ARGS.join(' '),
       };
       console.log(`soak: ${JSON.stringify(report)}`);
 

@@ -55,6 +55,9 @@ export const baseCluster = () => [
 export async function startStack(
   options: {
     rbArgs?: string[];
+    /** Node's own arguments for each server (the soak gives them the manifest's heap flags). */
+    rbNodeArgs?: string[];
+    fwNodeArgs?: string[];
     fwArgs?: string[];
     /** A command to run the forwarder under (`prlimit --nofile=…`). */
     fwPrefix?: string[];
@@ -78,6 +81,7 @@ export async function startStack(
   const fwPort = await freePort();
   const rb = await launchProcess({
     script: dist('record-builder'),
+    nodeArgs: options.rbNodeArgs,
     args: [
       `--kubecfg-file=${kubeconfig}`,
       '--dns-bind-address=127.0.0.1',
@@ -93,6 +97,7 @@ export async function startStack(
   const rbPort = rb.ready.dnsPort as number;
   const fw = await launchProcess({
     script: dist('forwarder'),
+    nodeArgs: options.fwNodeArgs,
     prefix: options.fwPrefix,
     args: [
       '-k',
@@ -141,6 +146,22 @@ export function manifestMemoryLimitMiB(container: string): number {
   const match = /^(\d+)Mi$/.exec(limit ?? '');
   if (!match) throw new Error(`manifests/deployment.yaml: no memory limit in Mi for the ${container} container`);
   return Number(match[1]);
+}
+
+/** The NODE_OPTIONS of a container in manifests/deployment.yaml, as node arguments (its heap flags). */
+export function manifestNodeArgs(container: string): string[] {
+  const docs = loadAllYaml(readFileSync(`${root}/manifests/deployment.yaml`, 'utf8')) as Array<{
+    kind: string;
+    spec?: {
+      template?: { spec?: { containers?: Array<{ name: string; env?: Array<{ name: string; value?: string }> }> } };
+    };
+  }>;
+  const value = docs
+    .find((d) => d.kind === 'Deployment')
+    ?.spec?.template?.spec?.containers?.find((c) => c.name === container)
+    ?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+  if (!value) throw new Error(`manifests/deployment.yaml: no NODE_OPTIONS for the ${container} container`);
+  return value.split(/\s+/).filter(Boolean);
 }
 
 export function rssMiB(pid: number): number {
