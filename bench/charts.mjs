@@ -53,7 +53,12 @@ const MAX_RATE_CASES = [
 
 /** Colours by server: ours and dnsmasq as in every chart, the ceiling grey, baselines muted. */
 function serverScale(servers) {
-  const fixed = { 'cluster-dns': '#1f77b4', dnsmasq: '#ff7f0e', 'ceiling (bare dgram)': '#7f7f7f' };
+  const fixed = {
+    'cluster-dns': '#1f77b4',
+    dnsmasq: '#ff7f0e',
+    'ceiling (bare dgram)': '#7f7f7f',
+    'plain dgram ceiling': '#c7c7c7',
+  };
   const spare = ['#9edae5', '#c5b0d5', '#c49c94', '#dbdb8d'];
   const domain = [...new Set(servers)];
   return { domain, range: domain.map((s) => fixed[s] ?? spare.shift() ?? '#cccccc') };

@@ -24,17 +24,19 @@ const median = (values) => {
 };
 
 /** The ceiling server, answering with `reply` (our forwarder's own answer, so the sizes match). */
-async function startCeiling(reply) {
+async function startCeiling(reply, plain = false) {
   const [command, argv] = pinned(SERVER_CORE, process.execPath, [
     join(ROOT, 'bench/ceiling.mjs'),
     reply.toString('hex'),
+    ...(plain ? ['plain'] : []),
   ]);
   const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise((resolve, reject) => {
     child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).port));
     child.once('exit', (code) => reject(new Error(`bench/ceiling.mjs exited with ${code}`)));
   });
-  return { name: 'ceiling (bare dgram)', pid: child.pid, port, stop: async () => void child.kill('SIGTERM') };
+  const name = plain ? 'plain dgram ceiling' : 'ceiling (bare dgram)';
+  return { name, pid: child.pid, port, stop: async () => void child.kill('SIGTERM') };
 }
 
 /**
@@ -63,7 +65,8 @@ export async function startBaseline(dir, args) {
 export async function runHitCeiling({ row, ours, dnsmasq, names, fwArgs, baselines, seconds, rounds }) {
   const sample = encodeMessage(await queryDns({ host: '127.0.0.1', port: ours.port }, names[0][0], QTYPE.A));
   const ceiling = await startCeiling(sample);
-  const servers = [ceiling, { name: 'cluster-dns', ...ours }];
+  const plainCeiling = await startCeiling(sample, true);
+  const servers = [ceiling, plainCeiling, { name: 'cluster-dns', ...ours }];
   if (dnsmasq) servers.push({ name: 'dnsmasq', ...dnsmasq });
   const olds = [];
   for (const dir of baselines) {
@@ -88,6 +91,7 @@ export async function runHitCeiling({ row, ours, dnsmasq, names, fwArgs, baselin
     row(caseName, s.name, figures[s.name]);
   }
   await ceiling.stop();
+  await plainCeiling.stop();
   for (const old of olds) await old.stop();
   return figures;
 }
