@@ -1,7 +1,9 @@
 import { ClusterDnsError } from '@cluster-dns/wire';
-import { HttpMethod, type KubeConfig, type KubernetesObject, RequestContext, Watch } from '@kubernetes/client-node';
+import { HttpMethod, type KubeConfig, type KubernetesObject, RequestContext } from '@kubernetes/client-node';
 import { fetch } from 'undici';
+import { type PickSpec, pickJson } from './json-pick.js';
 import { type ListEnd, ListStream } from './list-stream.js';
+import { WatchLines } from './watch-lines.js';
 
 /** A list or watch request the API server refused or that failed on the way. */
 export class ApiRequestError extends ClusterDnsError {
@@ -30,67 +32,87 @@ export type ListPage = ListEnd;
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
+/** How long a watch may go without a byte before it is ended and opened again (client-node's). */
+export const WATCH_IDLE_TIMEOUT_MS = 30_000;
+
 export interface ApiClient {
   /**
    * One page of a list: each item goes to `onItem` as a raw object (no model deserialization: it
    * costs time and memory) as soon as its bytes are in, and the page's own fields come at the end.
+   * With `fields`, only those fields of each item are built (json-pick.ts).
    */
   listPage(
     path: string,
-    params: { limit: number; continueToken?: string },
+    params: { limit: number; continueToken?: string; fields?: PickSpec },
     onItem: (object: KubernetesObject) => void,
   ): Promise<ListPage>;
   /**
-   * Watches from `resourceVersion`; `onEvent` gets each event, `onDone` the end of the stream
-   * (undefined for a clean end). Returns a function that stops the watch.
+   * Watches from `resourceVersion`; `onEvent` gets each event (with `fields`, only those fields of
+   * its object), `onDone` the end of the stream: undefined for a clean end, an error named
+   * TimeoutError after WATCH_IDLE_TIMEOUT_MS without a byte, else the failure. Resolves once the
+   * watch is open (or has failed, after `onDone`), with a function that stops it.
    */
   watch(
     path: string,
-    resourceVersion: string,
+    params: { resourceVersion: string; fields?: PickSpec },
     onEvent: (type: WatchEventType, object: KubernetesObject) => void,
     onDone: (error: unknown) => void,
   ): Promise<() => void>;
 }
 
+/** A watch that went WATCH_IDLE_TIMEOUT_MS without a byte: a clean end, as client-node reports it. */
+class WatchIdle extends Error {
+  override readonly name = 'TimeoutError';
+}
+
+/** The error for a response other than 200: its Status message when it carries one. */
+async function statusError(path: string, response: Awaited<ReturnType<typeof fetch>>): Promise<ApiRequestError> {
+  const text = await response.text().catch(() => '');
+  let message = `HTTP ${response.status}`;
+  try {
+    message += `: ${(JSON.parse(text) as { message?: string }).message ?? ''}`;
+  } catch {
+    // Not a Status object (a proxy's error page, say): the HTTP status says enough.
+  }
+  return new ApiRequestError(path, response.status, message);
+}
+
 /**
- * The Kubernetes API through client-node's public pieces: its kubeconfig authentication for lists
+ * The Kubernetes API through client-node's public pieces: its kubeconfig and authentication
  * (`applySecurityAuthentication` on a RequestContext, then undici's fetch with the dispatcher it
- * sets up), and its `Watch` for watches.
+ * sets up) for lists and watches alike. The bodies are read here, not by client-node's Watch, so
+ * that an event is cut and parsed as a list item is: as latin1 lines, keeping only `fields`.
  */
 export function createApiClient(kubeConfig: KubeConfig): ApiClient {
-  const watcher = new Watch(kubeConfig);
   const server = () => {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new ApiRequestError('(kubeconfig)', undefined, 'no current cluster');
     return cluster.server.replace(/\/$/, '');
+  };
+  const request = async (url: URL, signal?: AbortSignal) => {
+    const context = new RequestContext(url.toString(), HttpMethod.GET);
+    await kubeConfig.applySecurityAuthentication(context);
+    return fetch(url, {
+      headers: { ...context.getHeaders(), accept: 'application/json' },
+      dispatcher: context.getDispatcher() as never,
+      signal,
+    });
   };
   return {
     async listPage(path, params, onItem) {
       const url = new URL(server() + path);
       url.searchParams.set('limit', String(params.limit));
       if (params.continueToken) url.searchParams.set('continue', params.continueToken);
-      const context = new RequestContext(url.toString(), HttpMethod.GET);
-      await kubeConfig.applySecurityAuthentication(context);
       let response: Awaited<ReturnType<typeof fetch>>;
       try {
-        response = await fetch(url, {
-          headers: { ...context.getHeaders(), accept: 'application/json' },
-          dispatcher: context.getDispatcher() as never,
-        });
+        response = await request(url);
       } catch (error) {
         throw new ApiRequestError(path, undefined, `request failed: ${(error as Error).message}`, { cause: error });
       }
-      if (response.status !== 200) {
-        const text = await response.text();
-        let message = `HTTP ${response.status}`;
-        try {
-          message += `: ${(JSON.parse(text) as { message?: string }).message ?? ''}`;
-        } catch {
-          // Not a Status object (a proxy's error page, say): the HTTP status says enough.
-        }
-        throw new ApiRequestError(path, response.status, message);
-      }
-      const stream = new ListStream((json) => onItem(JSON.parse(json) as KubernetesObject));
+      if (response.status !== 200) throw await statusError(path, response);
+      const { fields } = params;
+      const parse = fields ? (json: string) => pickJson(json, fields) : (json: string) => JSON.parse(json);
+      const stream = new ListStream((json) => onItem(parse(json) as KubernetesObject));
       try {
         if (response.body) for await (const chunk of response.body) stream.push(chunk);
         return stream.end();
@@ -98,14 +120,62 @@ export function createApiClient(kubeConfig: KubeConfig): ApiClient {
         throw new ApiRequestError(path, 200, `reading the list failed: ${(error as Error).message}`, { cause: error });
       }
     },
-    async watch(path, resourceVersion, onEvent, onDone) {
-      const controller = await watcher.watch(
-        path,
-        { resourceVersion, allowWatchBookmarks: true },
-        (type: string, object: KubernetesObject) => onEvent(type as WatchEventType, object),
-        onDone,
-      );
-      return () => controller.abort();
+    async watch(path, params, onEvent, onDone) {
+      const url = new URL(server() + path);
+      url.searchParams.set('watch', 'true');
+      url.searchParams.set('resourceVersion', params.resourceVersion);
+      url.searchParams.set('allowWatchBookmarks', 'true');
+      const controller = new AbortController();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let ended = false;
+      const end = (error: unknown) => {
+        if (ended) return;
+        ended = true;
+        clearTimeout(timer);
+        controller.abort();
+        onDone(error);
+      };
+      const touch = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => end(new WatchIdle(`no event for ${WATCH_IDLE_TIMEOUT_MS} ms`)), WATCH_IDLE_TIMEOUT_MS);
+        timer.unref();
+      };
+      const { fields } = params;
+      const event: PickSpec | undefined = fields ? { type: true, object: fields } : undefined;
+      const lines = new WatchLines((line) => {
+        let parsed: { type?: WatchEventType; object?: KubernetesObject };
+        try {
+          parsed = (event ? pickJson(line, event) : JSON.parse(line)) as typeof parsed;
+        } catch {
+          // As client-node's Watch: a line that is not an event is skipped, the watch goes on.
+          return;
+        }
+        if (parsed.type && parsed.object) onEvent(parsed.type, parsed.object);
+      });
+      try {
+        touch();
+        const response = await request(url, controller.signal);
+        if (response.status !== 200) throw await statusError(path, response);
+        touch();
+        const body = response.body;
+        void (async () => {
+          try {
+            if (body)
+              for await (const chunk of body) {
+                touch();
+                lines.push(chunk);
+                if (ended) return;
+              }
+            lines.end();
+            end(undefined);
+          } catch (error) {
+            end(error);
+          }
+        })();
+      } catch (error) {
+        end(error);
+      }
+      return () => end(undefined);
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '@cluster-dns/runtime';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type ApiClient, ApiRequestError, type WatchEventType } from './api-client.js';
+import type { PickSpec } from './json-pick.js';
 
 /** Where the objects a reflector sees go. */
 export interface ObjectSink {
@@ -31,6 +32,8 @@ export interface ReflectorOptions {
   retryMaxMs: number;
   /** Keys (namespace/name) the sink holds already: the first list removes those it does not see. */
   initialKnown?: readonly string[];
+  /** Only these fields of each object are built (json-pick.ts); the sink sees no others. */
+  fields?: PickSpec;
 }
 
 export interface Reflector {
@@ -99,10 +102,11 @@ export function createReflector(options: ReflectorOptions): Reflector {
       if (before === undefined) apply(object, 'add');
       else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
     };
-    let page = await api.listPage(path, { limit: options.pageSize }, onItem);
+    const { fields } = options;
+    let page = await api.listPage(path, { limit: options.pageSize, fields }, onItem);
     const listVersion = page.resourceVersion;
     while (!stopped && page.continueToken)
-      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken }, onItem);
+      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken, fields }, onItem);
     if (stopped) return;
     for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
     version = listVersion;
@@ -128,12 +132,12 @@ export function createReflector(options: ReflectorOptions): Reflector {
       const onDone = (error: unknown) => {
         ended = true;
         stopWatch = undefined;
-        const gone = (error as { statusCode?: number } | undefined)?.statusCode === 410;
+        const gone = error instanceof ApiRequestError && error.expired;
         resolve({ error: (error as Error)?.name === 'TimeoutError' ? undefined : error, expired: expired || gone });
       };
-      api.watch(path, version, onEvent, onDone).then(
+      api.watch(path, { resourceVersion: version, fields: options.fields }, onEvent, onDone).then(
         (stop) => {
-          // client-node resolves here after a refused request too, once onDone has run.
+          // Resolved after a refused request too, once onDone has run.
           if (stopped) stop();
           else if (!ended) {
             stopWatch = stop;

@@ -54,24 +54,32 @@ describe('record-builder process follows the API and survives its faults', () =>
     });
   });
 
-  it('keeps answering with no NXDOMAIN gap across a dropped watch and a 410 relist', async () => {
-    const rb = await startRecordBuilder(base());
-    const probe = watchRcodes(rb, `kubernetes.default.${Z}`);
-    await waitFor(() => rb.api.openWatches() === 2, { what: 'both watches' });
-    rb.api.faults.dropWatches({ abrupt: true });
-    rb.api.apply(fixtures.service('shop', 'new', { clusterIPs: ['10.96.10.99'] }));
-    rb.api.faults.forgetHistory();
-    await waitFor(async () => (await rb.resolver.resolve4(`new.shop.${Z}`)).includes('10.96.10.99'), {
-      what: 'the change made during the outage',
-      timeoutMs: 15_000,
-    });
-    await probe.stop();
-    expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
-    const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
-    expect(lists.length).toBeGreaterThanOrEqual(2);
-    const metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
-    expect(metrics).toMatch(/clusterdns_recordbuilder_relists_total\{resource="services",reason="expired"\} [1-9]/);
-  });
+  // The API server says 410 Gone either way: an ERROR event in the stream (the watch cache) or the
+  // response's status. EndpointSlices are read by field (json-pick.ts): the event's code must be too.
+  it.each(['event', 'status'] as const)(
+    'keeps answering with no NXDOMAIN gap across a dropped watch and a 410 relist (410 as %s)',
+    async (expiredWatchAs) => {
+      const rb = await startRecordBuilder(base(), [], { api: { expiredWatchAs } });
+      const probe = watchRcodes(rb, `kubernetes.default.${Z}`);
+      await waitFor(() => rb.api.openWatches() === 2, { what: 'both watches' });
+      rb.api.faults.dropWatches({ abrupt: true });
+      rb.api.apply(fixtures.service('shop', 'new', { clusterIPs: ['10.96.10.99'] }));
+      rb.api.faults.forgetHistory();
+      await waitFor(async () => (await rb.resolver.resolve4(`new.shop.${Z}`)).includes('10.96.10.99'), {
+        what: 'the change made during the outage',
+        timeoutMs: 15_000,
+      });
+      await probe.stop();
+      expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
+      const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
+      expect(lists.length).toBeGreaterThanOrEqual(2);
+      const metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+      for (const resource of ['services', 'endpointslices'])
+        expect(metrics).toMatch(
+          new RegExp(`clusterdns_recordbuilder_relists_total\\{resource="${resource}",reason="expired"\\} [1-9]`),
+        );
+    },
+  );
 
   it('lists again after a list cut mid-body, applying what it read and removing nothing it did not', async () => {
     // Enough objects that half a page holds some of them whole: those are applied as they arrive.
