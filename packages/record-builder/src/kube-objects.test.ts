@@ -30,7 +30,7 @@ describe('the EndpointSlice fields the API worker keeps', () => {
       fixtures.endpointSlice('data', 'pg', 'pg-1', [{ addresses: ['10.244.2.31'], hostname: 'pg-0', ready: false }], {
         ports: [{ name: 'pg', port: 5432 }],
       }),
-    ] as V1EndpointSlice[];
+    ] as unknown as V1EndpointSlice[];
     for (const slice of slices) {
       const picked = pickJson(JSON.stringify(slice), ENDPOINT_SLICE_FIELDS) as V1EndpointSlice;
       expect(toEndpointGroup(picked)).toEqual(toEndpointGroup(slice));
