@@ -1,7 +1,6 @@
 import { ClusterDnsError } from '@cluster-dns/wire';
 import { HttpMethod, type KubeConfig, type KubernetesObject, RequestContext } from '@kubernetes/client-node';
 import { fetch } from 'undici';
-import { type PickSpec, pickJson } from './json-pick.js';
 import { type ListEnd, ListStream } from './list-stream.js';
 import { WatchLines } from './watch-lines.js';
 
@@ -39,22 +38,20 @@ export interface ApiClient {
   /**
    * One page of a list: each item goes to `onItem` as a raw object (no model deserialization: it
    * costs time and memory) as soon as its bytes are in, and the page's own fields come at the end.
-   * With `fields`, only those fields of each item are built (json-pick.ts).
    */
   listPage(
     path: string,
-    params: { limit: number; continueToken?: string; fields?: PickSpec },
+    params: { limit: number; continueToken?: string },
     onItem: (object: KubernetesObject) => void,
   ): Promise<ListPage>;
   /**
-   * Watches from `resourceVersion`; `onEvent` gets each event (with `fields`, only those fields of
-   * its object), `onDone` the end of the stream: undefined for a clean end, an error named
+   * Watches from `resourceVersion`; `onEvent` gets each event, `onDone` the end of the stream: undefined for a clean end, an error named
    * TimeoutError after WATCH_IDLE_TIMEOUT_MS without a byte, else the failure. Resolves once the
    * watch is open (or has failed, after `onDone`), with a function that stops it.
    */
   watch(
     path: string,
-    params: { resourceVersion: string; fields?: PickSpec },
+    params: { resourceVersion: string },
     onEvent: (type: WatchEventType, object: KubernetesObject) => void,
     onDone: (error: unknown) => void,
   ): Promise<() => void>;
@@ -80,8 +77,10 @@ async function statusError(path: string, response: Awaited<ReturnType<typeof fet
 /**
  * The Kubernetes API through client-node's public pieces: its kubeconfig and authentication
  * (`applySecurityAuthentication` on a RequestContext, then undici's fetch with the dispatcher it
- * sets up) for lists and watches alike. The bodies are read here, not by client-node's Watch, so
- * that an event is cut and parsed as a list item is: as latin1 lines, keeping only `fields`.
+ * sets up) for lists and watches alike. The bodies are read here: a list page item by item
+ * (list-stream.ts), a watch line by line (watch-lines.ts) where client-node's Watch put each event
+ * through a web-to-Node stream adapter, a UTF-8 decoder and readline's line regex (one core, 5k QPS
+ * and ~800 EndpointSlice events/s, three alternating runs each: 1.18 → 0.75 ms of CPU an event).
  */
 export function createApiClient(kubeConfig: KubeConfig): ApiClient {
   const server = () => {
@@ -110,9 +109,7 @@ export function createApiClient(kubeConfig: KubeConfig): ApiClient {
         throw new ApiRequestError(path, undefined, `request failed: ${(error as Error).message}`, { cause: error });
       }
       if (response.status !== 200) throw await statusError(path, response);
-      const { fields } = params;
-      const parse = fields ? (json: string) => pickJson(json, fields) : (json: string) => JSON.parse(json);
-      const stream = new ListStream((json) => onItem(parse(json) as KubernetesObject));
+      const stream = new ListStream((json) => onItem(JSON.parse(json) as KubernetesObject));
       try {
         if (response.body) for await (const chunk of response.body) stream.push(chunk);
         return stream.end();
@@ -140,12 +137,10 @@ export function createApiClient(kubeConfig: KubeConfig): ApiClient {
         timer = setTimeout(() => end(new WatchIdle(`no event for ${WATCH_IDLE_TIMEOUT_MS} ms`)), WATCH_IDLE_TIMEOUT_MS);
         timer.unref();
       };
-      const { fields } = params;
-      const event: PickSpec | undefined = fields ? { type: true, object: fields } : undefined;
       const lines = new WatchLines((line) => {
         let parsed: { type?: WatchEventType; object?: KubernetesObject };
         try {
-          parsed = (event ? pickJson(line, event) : JSON.parse(line)) as typeof parsed;
+          parsed = JSON.parse(line) as typeof parsed;
         } catch {
           // As client-node's Watch: a line that is not an event is skipped, the watch goes on.
           return;

@@ -25,13 +25,7 @@ import type {
 } from './api-feed-protocol.js';
 import { fullGc } from './full-gc.js';
 import { loadKubeConfig } from './kube-config.js';
-import {
-  ENDPOINT_SLICE_FIELDS,
-  toEndpointGroup,
-  toEndpointGroupFromEndpoints,
-  toPodInfo,
-  toServiceInfo,
-} from './kube-objects.js';
+import { toEndpointGroup, toEndpointGroupFromEndpoints, toPodInfo, toServiceInfo } from './kube-objects.js';
 import { createReflector, type ObjectSink } from './reflector.js';
 import { UpdateQueue } from './update-queue.js';
 
@@ -142,8 +136,6 @@ for (const resource of config.resources) {
     retryBaseMs: config.retryBaseMs,
     retryMaxMs: config.retryMaxMs,
     initialKnown: config.known[resource] ?? [],
-    // EndpointSlices are most of the API's bytes: only the fields DNS reads are built.
-    fields: resource === 'endpointslices' ? ENDPOINT_SLICE_FIELDS : undefined,
     hooks: {
       onWatching: () => mark({ kind: 'watching', resource }),
       onSynced: (objects) => mark({ kind: 'synced', resource, objects }),

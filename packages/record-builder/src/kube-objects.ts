@@ -3,7 +3,6 @@ import { canonicalIpv6 } from '@cluster-dns/wire';
 import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { EndpointGroup, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
 import { type EndpointInput, packEndpointGroup } from './endpoint-group.js';
-import type { PickSpec } from './json-pick.js';
 
 const TOLERATE_UNREADY = 'service.alpha.kubernetes.io/tolerate-unready-endpoints';
 
@@ -49,29 +48,6 @@ export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
 }
 
 const TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
-
-/**
- * The fields of an EndpointSlice that toEndpointGroup and the reflector read: the API worker keeps
- * only these (json-pick.ts) and never builds the rest (targetRef, nodeName, zone, managedFields:
- * most of a controller-written slice). Keep it in step with toEndpointGroup below. A Status
- * object's fields are here too, for a watch's ERROR event.
- */
-export const ENDPOINT_SLICE_FIELDS: PickSpec = {
-  metadata: {
-    name: true,
-    namespace: true,
-    resourceVersion: true,
-    labels: { 'kubernetes.io/service-name': true },
-    annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': true },
-  },
-  addressType: true,
-  ports: true,
-  endpoints: [{ addresses: true, conditions: true, hostname: true }],
-  kind: true,
-  code: true,
-  reason: true,
-  message: true,
-};
 
 export function toEndpointGroup(slice: V1EndpointSlice): EndpointGroup | undefined {
   const namespace = slice.metadata?.namespace;

@@ -1,7 +1,6 @@
 import type { Logger } from '@cluster-dns/runtime';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type ApiClient, ApiRequestError, type WatchEventType } from './api-client.js';
-import type { PickSpec } from './json-pick.js';
 
 /** Where the objects a reflector sees go. */
 export interface ObjectSink {
@@ -32,8 +31,6 @@ export interface ReflectorOptions {
   retryMaxMs: number;
   /** Keys (namespace/name) the sink holds already: the first list removes those it does not see. */
   initialKnown?: readonly string[];
-  /** Only these fields of each object are built (json-pick.ts); the sink sees no others. */
-  fields?: PickSpec;
 }
 
 export interface Reflector {
@@ -102,11 +99,10 @@ export function createReflector(options: ReflectorOptions): Reflector {
       if (before === undefined) apply(object, 'add');
       else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
     };
-    const { fields } = options;
-    let page = await api.listPage(path, { limit: options.pageSize, fields }, onItem);
+    let page = await api.listPage(path, { limit: options.pageSize }, onItem);
     const listVersion = page.resourceVersion;
     while (!stopped && page.continueToken)
-      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken, fields }, onItem);
+      page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken }, onItem);
     if (stopped) return;
     for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
     version = listVersion;
@@ -135,7 +131,7 @@ export function createReflector(options: ReflectorOptions): Reflector {
         const gone = error instanceof ApiRequestError && error.expired;
         resolve({ error: (error as Error)?.name === 'TimeoutError' ? undefined : error, expired: expired || gone });
       };
-      api.watch(path, { resourceVersion: version, fields: options.fields }, onEvent, onDone).then(
+      api.watch(path, { resourceVersion: version }, onEvent, onDone).then(
         (stop) => {
           // Resolved after a refused request too, once onDone has run.
           if (stopped) stop();

@@ -55,7 +55,7 @@ describe('record-builder process follows the API and survives its faults', () =>
   });
 
   // The API server says 410 Gone either way: an ERROR event in the stream (the watch cache) or the
-  // response's status. EndpointSlices are read by field (json-pick.ts): the event's code must be too.
+  // response's status; the watch reader (api-client.ts) must take both.
   it.each(['event', 'status'] as const)(
     'keeps answering with no NXDOMAIN gap across a dropped watch and a 410 relist (410 as %s)',
     async (expiredWatchAs) => {
