@@ -117,8 +117,12 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     socket.on('close', () => sockets.delete(socket));
   });
 
+  /** Logs a request as answered with `status` (`requests`, for tests to read). */
+  const record = (req: http.IncomingMessage, status: number, watch: boolean) =>
+    requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch, status });
+
   const send = (req: http.IncomingMessage, res: http.ServerResponse, code: number, body: unknown, watch = false) => {
-    requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch, status: code });
+    record(req, code, watch);
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
@@ -220,7 +224,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     };
     if (listsToCut > 0) {
       listsToCut--;
-      requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch: false, status: 200 });
+      record(req, 200, false);
       const text = JSON.stringify(list);
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write(text.slice(0, text.length >> 1), () => res.destroy());
@@ -247,14 +251,14 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       if (!events) {
         const gone = status(410, 'Expired', `too old resource version: ${from} (${store.oldestResumableVersion})`);
         if (options.expiredWatchAs === 'status') return send(req, res, 410, gone, true);
-        requests.push({ method: 'GET', path: req.url ?? '', watch: true, status: 200 });
+        record(req, 200, true);
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
         return;
       }
       for (const e of events) if (e.kind === path.kind && match(e.object)) backlog.push(e);
     }
-    requests.push({ method: 'GET', path: req.url ?? '', watch: true, status: 200 });
+    record(req, 200, true);
     watches.add(res);
     streamWatch(res, {
       store,
