@@ -291,7 +291,7 @@ export async function runScale({ cores, seconds, row, quick }) {
       withCpu(rb.pid, () => runLoadgen({ port: dnsPort, names, durationMs: ms, rate, timeoutMs: 1000 })),
     );
   // The same load from dnsperf, where installed: no event loop of its own to add to the tail.
-  const loadC = (names) =>
+  const loadByDnsperf = (names) =>
     withLoopLag(metricsPort, () =>
       withCpu(rb.pid, () => runDnsperfLatency({ port: dnsPort, file: writeQueryFile(names), seconds, qps: 5000 })),
     );
@@ -316,7 +316,7 @@ export async function runScale({ cores, seconds, row, quick }) {
     const warm = await load(names(2000, 0));
     row(`5. scale (${label}): 5k QPS, no events (warm)`, 'cluster-dns', warm);
     if (tools.dnsperf)
-      row(`5. scale (${label}): 5k QPS, no events (warm), dnsperf`, 'cluster-dns', await loadC(names(2000, 0)));
+      row(`5. scale (${label}): 5k QPS, no events (warm), dnsperf`, 'cluster-dns', await loadByDnsperf(names(2000, 0)));
     const afterWarm = rssTreeMiB(rb.pid);
     for (const perSecond of quick ? [1000] : [1000, 5000]) {
       const before = await metric(metricsPort);
@@ -354,7 +354,7 @@ export async function runScale({ cores, seconds, row, quick }) {
         await new Promise((r) => setTimeout(r, 100));
     }
     if (tools.dnsperf) {
-      const churn = await withChurn(api, 1000, () => loadC(names(2000, 0)));
+      const churn = await withChurn(api, 1000, () => loadByDnsperf(names(2000, 0)));
       row(`5. scale (${label}): 5k QPS, 1,000 EndpointSlice events/s, dnsperf`, 'cluster-dns', {
         ...churn.result,
         events: churn.events,

@@ -1,10 +1,9 @@
 import type { Buffer } from 'node:buffer';
 import { HEADER_BYTES, type ParsedQuery, questionOctetsOf, sameNameOctets } from '@cluster-dns/wire';
+import { LRUCache } from 'lru-cache';
 
 /** kube-dns's split of its metrics: the cluster zone (auth) or a reverse zone. */
 export type ZoneSystem = 'auth' | 'reverse';
-
-import { LRUCache } from 'lru-cache';
 
 export interface Entry {
   /** The LRU's key: name, type and class as text, made once when the answer is kept. */

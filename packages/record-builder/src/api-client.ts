@@ -45,9 +45,10 @@ export interface ApiClient {
     onItem: (object: KubernetesObject) => void,
   ): Promise<ListPage>;
   /**
-   * Watches from `resourceVersion`; `onEvent` gets each event, `onDone` the end of the stream: undefined for a clean end, an error named
-   * TimeoutError after WATCH_IDLE_TIMEOUT_MS without a byte, else the failure. Resolves once the
-   * watch is open (or has failed, after `onDone`), with a function that stops it.
+   * Watches from `resourceVersion`; `onEvent` gets each event, `onDone` the end of the stream:
+   * undefined for a clean end, an error named TimeoutError after WATCH_IDLE_TIMEOUT_MS without a
+   * byte, else the failure. Resolves once the watch is open (or has failed, after `onDone`), with a
+   * function that stops it.
    */
   watch(
     path: string,

@@ -9,6 +9,7 @@ import {
 } from '@cluster-dns/runtime';
 import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { ZoneSystem } from './answer-cache.js';
 import type { ResourceName } from './watched-resources.js';
 
 /** kube-dns's skydns buckets: 1 ms, 3 ms, then Prometheus's defaults. */
@@ -211,7 +212,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
   /** Every per-query series, for one query: its reply (undefined when none was sent) and rcode. */
   const countQuery = (
     qtype: number,
-    system: 'auth' | 'reverse',
+    system: ZoneSystem,
     reply: Buffer | undefined,
     rcode: number,
     tcp: boolean,
@@ -240,7 +241,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
 
   return {
     /** One message through the pipeline; `system` is kube-dns's split: auth (the zone) or reverse. */
-    observeQuery(outcome: QueryOutcome, system: 'auth' | 'reverse'): void {
+    observeQuery(outcome: QueryOutcome, system: ZoneSystem): void {
       const { query, reply, rejected } = outcome;
       if (rejected === 'short' || rejected === 'response' || rejected === 'malformed' || rejected === 'meta-type') {
         malformed.labels(rejected === 'short' || rejected === 'response' ? 'dropped' : 'formerr').inc();
@@ -252,7 +253,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
       countQuery(query.qtype, system, reply, rcode, outcome.context.transport === 'tcp', outcome.seconds);
     },
     /** A query answered at once over UDP, before the pipeline (the express lane, hit-lane.ts). */
-    countAnswered(qtype: number, system: 'auth' | 'reverse', reply: Buffer): void {
+    countAnswered(qtype: number, system: ZoneSystem, reply: Buffer): void {
       countQuery(qtype, system, reply, u16(reply, 2) & RCODE_MASK, false, 0);
     },
     store(stats: {
