@@ -1,6 +1,6 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
 // beside ours, interleaved in the same rounds (cases 1 and 3): "no regression" is measured, not
 // remembered.
@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
+import { runCacheMemory } from './cache-memory.mjs';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
 import { baselineName, runHitCeiling, runMissRounds, startBaseline } from './hits.mjs';
@@ -228,6 +229,9 @@ if (want(5)) {
 // ---- case 6: a change through the forwarder's warm cache, pushed or not; search walks; stale (bench/push.mjs)
 if (want(6)) await runPropagation({ row, quick });
 
+// ---- case 8: what 10,000 cached answers cost in RSS, ours beside dnsmasq's (bench/cache-memory.mjs)
+if (want(8)) await runCacheMemory({ row, forwarderArgs });
+
 // ---- report
 const date = new Date().toISOString().slice(0, 10);
 // A run of some cases keeps today's rows of the others (each row's case number is its prefix).
@@ -285,6 +289,9 @@ const ratios = {
     'cpuUsPerQuery',
   ),
   'cache hits TCP QPS, ours/dnsmasq (target ≥ 2)': ratio('2. forwarder cache hits, TCP pipelined, max', 'qps'),
+  "cache of 10,000 answers, our forwarder's RSS in MiB (node-local target ≤ 60)":
+    rows.find((r) => r.case.startsWith('8. ') && r.server === 'cluster-dns')?.rssMiB ?? null,
+  'cache of 10,000 answers, RSS, ours/dnsmasq': ratio(rows.find((r) => r.case.startsWith('8. '))?.case, 'rssMiB'),
   'p99 at 10k QPS, ours − dnsmasq, ms (target ≤ 0.5)': (() => {
     const c = '1. forwarder cache hits, UDP, 10k QPS';
     const o = rows.find((r) => r.case === c && r.server === 'cluster-dns')?.p99Ms;

@@ -208,14 +208,14 @@ async function eventToAnswer(api, dnsPort, count) {
 }
 
 /**
- * The heap flags of the kubedns container in manifests/deployment.yaml, so the bench measures what
- * ships; --expose-gc lets it ask for a full GC before reading RSS.
+ * The heap flags of a container in manifests/deployment.yaml (kubedns, the record-builder, unless
+ * told), so the bench measures what ships; --expose-gc lets it ask for a full GC before reading RSS.
  */
-export function manifestNodeOptions() {
+export function manifestNodeOptions(container = 'kubedns') {
   const yaml = readFileSync(join(ROOT, 'manifests/deployment.yaml'), 'utf8');
-  const kubedns = yaml.slice(yaml.indexOf('- name: kubedns'));
-  const value = /name: NODE_OPTIONS, value: ([^}]+?) \}/.exec(kubedns)?.[1];
-  if (!value) throw new Error('manifests/deployment.yaml: no NODE_OPTIONS for the kubedns container');
+  const at = yaml.indexOf(`- name: ${container}\n`);
+  const value = at < 0 ? undefined : /name: NODE_OPTIONS, value: ([^}]+?) \}/.exec(yaml.slice(at))?.[1];
+  if (!value) throw new Error(`manifests/deployment.yaml: no NODE_OPTIONS for the ${container} container`);
   return `${value} --expose-gc`;
 }
 

@@ -1,0 +1,118 @@
+// Bench case 8: what cached answers cost in memory, ours beside dnsmasq's with the same cache size,
+// as the kernel sees it (RSS, no GC asked). The node-local issue's target: a node cache holding
+// 10,000 answers in ≤ 60 MiB. Each server fills its cache from one upstream (testkit's, on the load
+// core), then answers hits over every name for a TTL and more, so each entry is refreshed once
+// among hits, as in a cache that runs for a while.
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  LOAD_CORE,
+  pinned,
+  ROOT,
+  round,
+  rssMiB,
+  runDnsperf,
+  SCRATCH,
+  SERVER_CORE,
+  startDnsmasq,
+  startOurs,
+  tools,
+  warm,
+  writeQueryFile,
+} from './lib.mjs';
+import { manifestNodeOptions } from './scale.mjs';
+
+const YOUNG_CAP = '--max-semi-space-size=1';
+
+/** testkit's upstream with `count` A records of `ttlSeconds`, pinned to the load core. */
+async function startUpstream(names, ttlSeconds) {
+  const records = {};
+  names.forEach(([name], i) => {
+    records[`${name}.`] = [{ type: 1, address: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, ttl: ttlSeconds }];
+  });
+  const file = join(SCRATCH, `records-${names.length}.json`);
+  writeFileSync(file, JSON.stringify(records));
+  const [command, argv] = pinned(LOAD_CORE, process.execPath, [
+    join(ROOT, 'packages/testkit/dist/upstream-cli.js'),
+    `--records-file=${file}`,
+  ]);
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      const m = /"port":(\d+)/.exec(String(d));
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the bench's upstream exited with ${code}`)));
+  });
+  return { port, stop: () => void child.kill('SIGTERM') };
+}
+
+/** The median of RSS read every 250 ms for `ms`: one GC's moment does not make the figure. */
+async function settledRssMiB(pid, ms = 3000) {
+  const samples = [];
+  for (let t = 0; t < ms; t += 250) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    samples.push(rssMiB(pid));
+  }
+  return samples.sort((a, b) => a - b)[samples.length >> 1];
+}
+
+/** Idle, after caching every name, and after hits through one refresh of each. */
+async function measure(pid, port, names, ttlSeconds) {
+  const idleRssMiB = await settledRssMiB(pid);
+  await warm(port, names);
+  const cachedRssMiB = await settledRssMiB(pid);
+  runDnsperf({ port, file: writeQueryFile(names), seconds: ttlSeconds + 10, clients: 4 });
+  const afterHitsRssMiB = await settledRssMiB(pid);
+  return {
+    idleRssMiB,
+    cachedRssMiB,
+    rssMiB: afterHitsRssMiB,
+    kibPerEntry: round(((afterHitsRssMiB - idleRssMiB) * 1024) / names.length, 2),
+  };
+}
+
+/**
+ * Runs case 8 with `count` names under cluster.local. `forwarderArgs(server, extra)` gives our
+ * forwarder's flags (run.mjs's); ours runs as it ships, the bundle with the manifest's heap flags.
+ */
+export async function runCacheMemory({ row, forwarderArgs, count = 10_000, ttlSeconds = 30 }) {
+  const names = Array.from({ length: count }, (_, i) => [`svc-${i}.bench.svc.cluster.local`, 'A']);
+  const upstream = await startUpstream(names, ttlSeconds);
+  const route = `/cluster.local/127.0.0.1#${upstream.port}`;
+  const caseName = `8. cache memory: ${count.toLocaleString('en-US')} cached answers, RSS (no GC asked)`;
+  // As it ships (the manifest's heap flags), then with V8's young generation capped: the flag an
+  // operator can trade for memory (a miss then costs more CPU; see the README's case 8).
+  const variants = [
+    ['cluster-dns', manifestNodeOptions('dnsmasq')],
+    [`cluster-dns, ${YOUNG_CAP}`, `${manifestNodeOptions('dnsmasq')} ${YOUNG_CAP}`],
+  ];
+  try {
+    for (const [name, nodeOptions] of variants) {
+      const ours = await startOurs(
+        'forwarder',
+        forwarderArgs(route, [`--cache-size=${count}`]),
+        SERVER_CORE,
+        { NODE_OPTIONS: nodeOptions },
+        join(ROOT, 'packages/forwarder/bundle/main.js'),
+      );
+      try {
+        row(caseName, name, { tool: 'dnsperf', ...(await measure(ours.pid, ours.ready.port, names, ttlSeconds)) });
+      } finally {
+        await ours.stop();
+      }
+    }
+    if (tools.dnsmasq) {
+      const port = 17353 + (process.pid % 1000);
+      const dm = await startDnsmasq(port, [`--cache-size=${count}`, `--server=${route}`]);
+      try {
+        row(caseName, 'dnsmasq', { tool: 'dnsperf', ...(await measure(dm.pid, port, names, ttlSeconds)) });
+      } finally {
+        await dm.stop();
+      }
+    }
+  } finally {
+    upstream.stop();
+  }
+}
