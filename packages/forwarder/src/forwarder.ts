@@ -148,6 +148,16 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     zones: zoneSync,
     loopDisabled: () => disabled.size,
     reloadFailures: () => config.failures,
+    tcp: () => {
+      const refused = { limit: 0, perClient: 0 };
+      let open = 0;
+      for (const listener of listeners) {
+        open += listener.tcpConnections();
+        refused.limit += listener.tcpRefused().limit;
+        refused.perClient += listener.tcpRefused().perClient;
+      }
+      return { open, refused };
+    },
   });
   const handler = createQueryPipeline({
     handle: chain,

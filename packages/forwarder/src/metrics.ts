@@ -1,4 +1,5 @@
 import { collectProcessMetrics, counterFrom, gaugeFrom, labelledFrom, registerHistogram } from '@cluster-dns/runtime';
+import type { TcpRefusals } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
@@ -24,6 +25,8 @@ export interface ForwarderMetricSources {
   reloadFailures(): number;
   /** The per-query server series, counted by the pipeline's observe hook and the express lane. */
   queries: ServerQueryCounts;
+  /** Client TCP connections open now, and those closed at once at a cap, over every listener. */
+  tcp(): { open: number; refused: TcpRefusals };
 }
 
 /**
@@ -167,6 +170,24 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Distinct questions in flight upstream now (at most --dns-forward-max).',
     [],
     () => [[{}, forward.inFlight()]],
+  );
+  // Node caches (NodeLocal DNSCache's force_tcp) hold TCP connections for long: how many, and
+  // whether the caps (--max-tcp-connections, --max-tcp-connections-per-client) turn clients away.
+  gaugeFrom(registry, 'clusterdns_forwarder_tcp_connections', 'Client TCP connections open now.', [], () => [
+    [{}, sources.tcp().open],
+  ]);
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_tcp_connections_refused_total',
+    'Client TCP connections closed at once at a cap: limit (--max-tcp-connections) or per_client.',
+    ['reason'],
+    () => {
+      const { refused } = sources.tcp();
+      return [
+        [{ reason: 'limit' }, refused.limit],
+        [{ reason: 'per_client' }, refused.perClient],
+      ];
+    },
   );
   gaugeFrom(
     registry,

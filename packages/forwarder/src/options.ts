@@ -60,13 +60,17 @@ export const forwarderFlags = {
   'config-poll-interval': flag.duration('how often --config-dir and --resolv-file are checked for changes', 10_000),
   'upstream-timeout': flag.duration('wait this long for one upstream before trying the next', 1_500),
   'forward-deadline': flag.duration('answer SERVFAIL when no upstream of the route answered in this time', 4_000),
-  'max-tcp-connections': flag.int('client TCP connections at most', 1000, { min: 1, max: 1_000_000 }),
+  // Sized for node caches: NodeLocal DNSCache forwards the cluster zones with force_tcp and keeps
+  // its connections, so a replica serving thousands of nodes holds thousands of them (~12 KiB each).
+  'max-tcp-connections': flag.int('client TCP connections at most', 5000, { min: 1, max: 1_000_000 }),
   'max-tcp-connections-per-client': flag.int(
     'TCP connections from one client address at most, so one client cannot take them all',
     100,
     { min: 1, max: 1_000_000 },
   ),
-  'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 10_000),
+  // Longer than the 10 s after which CoreDNS's forward (node-cache's) drops an idle pooled
+  // connection: the client closes first, so a query never races our close on a reused connection.
+  'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 30_000),
   'edns-packet-max': ednsPacketMaxFlag(),
   'metrics-port': flag.int('Prometheus /metrics port (CoreDNS’s 9153); 0 picks a free one', 9153, {
     min: 0,

@@ -18,7 +18,11 @@ export function counterFrom(registry: Registry, name: string, help: string, read
   });
 }
 
-/** A labelled counter read from `read()` at scrape time: each label set's value only ever grows. */
+/**
+ * A labelled counter read from `read()` at scrape time: each label set's value only ever grows. A
+ * label set read is exposed from its first read, at 0 if so: `rate()` and an alert on it then see
+ * a series from the start, not one that appears with its first increment.
+ */
 export function labelledFrom(
   registry: Registry,
   name: string,
@@ -36,7 +40,7 @@ export function labelledFrom(
       for (const [labels, now] of read()) {
         const key = JSON.stringify(labels);
         const before = seen.get(key) ?? 0;
-        if (now > before) this.labels(labels).inc(now - before);
+        if (now > before || !seen.has(key)) this.labels(labels).inc(Math.max(0, now - before));
         seen.set(key, now);
       }
     },

@@ -64,6 +64,7 @@ export {
   type QueryContext,
   type RawHandler,
   type Reply,
+  type TcpRefusals,
 } from './listener.js';
 export {
   buildQueryMessage,

@@ -49,9 +49,12 @@ describe('listenDns TCP limits (RFC 7766)', () => {
     const a = await connect(l.port);
     const b = await connect(l.port);
     await counted(l, 2);
+    expect(l.tcpRefused()).toEqual({ limit: 0, perClient: 0 });
     const c = await connect(l.port);
     await closed(c);
     expect(l.tcpConnections()).toBe(2);
+    // Counted, for the metrics: an operator sees clients turned away, not only fewer connections.
+    expect(l.tcpRefused()).toEqual({ limit: 1, perClient: 0 });
     a.destroy();
     await counted(l, 1);
     const d = await connect(l.port);
@@ -59,6 +62,32 @@ describe('listenDns TCP limits (RFC 7766)', () => {
     expect(d.destroyed).toBe(false);
     b.destroy();
     d.destroy();
+  });
+
+  it("closes a client's connections beyond its own cap, while another client still connects", async () => {
+    const l = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      handler: () => undefined,
+      maxTcpConnections: 10,
+      maxTcpConnectionsPerClient: 1,
+    });
+    open.push(l);
+    const from = (localAddress: string) =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const s = net.connect({ port: l.port, host: '127.0.0.1', localAddress }, () => resolve(s));
+        s.on('error', reject);
+      });
+    const a = await from('127.0.0.1');
+    await counted(l, 1);
+    const b = await from('127.0.0.1');
+    await closed(b);
+    const c = await from('127.0.0.2');
+    await counted(l, 2);
+    expect(c.destroyed).toBe(false);
+    expect(l.tcpRefused()).toEqual({ limit: 0, perClient: 1 });
+    a.destroy();
+    c.destroy();
   });
 
   it('survives a client that sends half a frame and resets', async () => {

@@ -37,11 +37,21 @@ export interface ListenDnsOptions {
   udpReceiveBufferBytes?: number;
 }
 
+export interface TcpRefusals {
+  limit: number;
+  perClient: number;
+}
+
 export interface DnsListener {
   readonly host: string;
   readonly port: number;
   /** Open TCP connections, for metrics and tests. */
   tcpConnections(): number;
+  /**
+   * TCP connections closed at once because a cap was reached: the listener's (`limit`) or one
+   * client's (`perClient`). Not those refused while draining, which is the point of draining.
+   */
+  tcpRefused(): Readonly<TcpRefusals>;
   /** Replies still being worked on, UDP and TCP. */
   inFlight(): number;
   /** The UDP receive buffer the kernel granted, in bytes (Linux reports twice what it holds of data). */
@@ -192,6 +202,7 @@ function serve(
   const maxConnections = options.maxTcpConnections ?? 1000;
   const maxPerClient = options.maxTcpConnectionsPerClient ?? maxConnections;
   const perClient = new Map<string, Set<TcpConnection>>();
+  const tcpRefusals: TcpRefusals = { limit: 0, perClient: 0 };
   const maxPipelined = options.maxTcpPipelined ?? 100;
   // A connection we closed (idle, drained) is counted until Node's 'close' event, a turn after its
   // FIN went out: a client that reconnects at once must not find its slot still taken. Counted
@@ -206,11 +217,15 @@ function serve(
     const client = socket.remoteAddress ?? '';
     const fromClient = perClient.get(client) ?? new Set<TcpConnection>();
     // One client holding many connections is cut off before it can take them all from the others.
-    if (
-      draining ||
-      (connections.size >= maxConnections && stillOpen(connections) >= maxConnections) ||
-      (fromClient.size >= maxPerClient && stillOpen(fromClient) >= maxPerClient)
-    ) {
+    const refused = draining
+      ? 'draining'
+      : connections.size >= maxConnections && stillOpen(connections) >= maxConnections
+        ? 'limit'
+        : fromClient.size >= maxPerClient && stillOpen(fromClient) >= maxPerClient
+          ? 'perClient'
+          : undefined;
+    if (refused !== undefined) {
+      if (refused !== 'draining') tcpRefusals[refused]++;
       socket.destroy();
       return;
     }
@@ -264,6 +279,7 @@ function serve(
     host: options.host,
     port,
     tcpConnections: () => connections.size,
+    tcpRefused: () => tcpRefusals,
     inFlight: () => udpPending + [...connections].reduce((n, c) => n + c.pending(), 0),
     udpReceiveBufferBytes: () => {
       try {
