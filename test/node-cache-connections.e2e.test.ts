@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // connections to the Pod's forwarder open, one or a few per node: a replica serving thousands of
 // nodes holds thousands of them. With the forwarder's default flags, 2,000 connections from 25
 // client addresses (the nodes: 80 each, under the per-client cap) are all accepted, held and
-// answered twice, none closed by us, and the metrics count them.
+// answered, one query then three pipelined, none closed by us, and the metrics count them.
 const root = fileURLToPath(new URL('..', import.meta.url));
 const CONNECTIONS = 2000;
 const CLIENTS = 25;
@@ -54,21 +54,28 @@ async function connectFrom(port: number, localAddress: string) {
     closedByServer = true;
   });
   let buffered = Buffer.alloc(0);
-  const waiting: Array<(reply: Buffer) => void> = [];
+  // Replies by ID: pipelined answers come in the order they are ready (RFC 7766 §6.2.1.1).
+  const waiting = new Map<number, (reply: Buffer | Error) => void>();
+  socket.on('close', () => {
+    for (const settle of waiting.values()) settle(new Error(`connection from ${localAddress} closed unanswered`));
+    waiting.clear();
+  });
   socket.on('data', (chunk: Buffer) => {
     buffered = Buffer.concat([buffered, chunk]);
     while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
-      const length = buffered.readUInt16BE(0);
-      waiting.shift()?.(buffered.subarray(2, 2 + length));
-      buffered = buffered.subarray(2 + length);
+      const reply = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
+      buffered = buffered.subarray(2 + reply.length);
+      waiting.get(reply.readUInt16BE(0))?.(reply);
+      waiting.delete(reply.readUInt16BE(0));
     }
   });
   return {
     ask(id: number): Promise<Buffer> {
       const query = encodeMessage(buildQueryMessage(id, 'svc.cluster.local', 1));
       const framed = Buffer.concat([Buffer.from([query.length >> 8, query.length & 0xff]), query]);
-      return new Promise((resolve) => {
-        waiting.push(resolve);
+      return new Promise((resolve, reject) => {
+        if (socket.destroyed) return reject(new Error(`connection from ${localAddress} closed`));
+        waiting.set(id, (reply) => (reply instanceof Error ? reject(reply) : resolve(reply)));
         socket.write(framed);
       });
     },
@@ -83,7 +90,7 @@ async function scrape(name: string): Promise<string[]> {
 }
 
 describe('the forwarder holding node caches’ TCP connections', () => {
-  it(`accepts, holds and answers ${CONNECTIONS} connections from ${CLIENTS} nodes with its default flags`, async () => {
+  it(`accepts, holds and answers (pipelined too) ${CONNECTIONS} connections from ${CLIENTS} nodes with its default flags`, async () => {
     const port = Number(forwarder.ready.port);
     const connections: Array<Awaited<ReturnType<typeof connectFrom>>> = [];
     try {
@@ -97,9 +104,11 @@ describe('the forwarder holding node caches’ TCP connections', () => {
       expect(await scrape('clusterdns_forwarder_tcp_connections ')).toEqual([
         `clusterdns_forwarder_tcp_connections ${CONNECTIONS}`,
       ]);
-      // Every connection is still ours to use: each asks again on it, and nothing was closed.
-      const second = await Promise.all(connections.map((c, i) => c.ask(i + CONNECTIONS)));
-      expect(second.map((reply) => decodeMessage(reply).id)).toEqual(connections.map((_, i) => i + CONNECTIONS));
+      // Every connection is still ours to use: each pipelines three more on it, all answered, and
+      // nothing was closed.
+      const ids = connections.map((_, i) => [1, 2, 3].map((k) => k * CONNECTIONS + i));
+      const second = await Promise.all(connections.map((c, i) => Promise.all((ids[i] ?? []).map((id) => c.ask(id)))));
+      expect(second.map((replies) => replies.map((reply) => decodeMessage(reply).id))).toEqual(ids);
       expect(connections.filter((c) => c.closedByServer())).toHaveLength(0);
       expect(await scrape('clusterdns_forwarder_tcp_connections_refused_total')).toEqual([
         'clusterdns_forwarder_tcp_connections_refused_total{reason="limit"} 0',
