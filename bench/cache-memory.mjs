@@ -11,7 +11,6 @@ import {
   pinned,
   ROOT,
   round,
-  rssMiB,
   runDnsperf,
   SCRATCH,
   SERVER_CORE,
@@ -21,7 +20,7 @@ import {
   warm,
   writeQueryFile,
 } from './lib.mjs';
-import { manifestNodeOptions } from './scale.mjs';
+import { manifestNodeOptions, steadyMemory } from './scale.mjs';
 
 const YOUNG_CAP = '--max-semi-space-size=1';
 
@@ -48,23 +47,15 @@ async function startUpstream(names, ttlSeconds) {
   return { port, stop: () => void child.kill('SIGTERM') };
 }
 
-/** The median of RSS read every 250 ms for `ms`: one GC's moment does not make the figure. */
-async function settledRssMiB(pid, ms = 3000) {
-  const samples = [];
-  for (let t = 0; t < ms; t += 250) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    samples.push(rssMiB(pid));
-  }
-  return samples.sort((a, b) => a - b)[samples.length >> 1];
-}
-
 /** Idle, after caching every name, and after hits through one refresh of each. */
 async function measure(pid, port, names, ttlSeconds) {
-  const idleRssMiB = await settledRssMiB(pid);
+  // Each the median of 3 s of samples: one GC's moment does not make the figure.
+  const settled = async () => (await steadyMemory(pid, undefined, 3)).steadyRssMiB;
+  const idleRssMiB = await settled();
   await warm(port, names);
-  const cachedRssMiB = await settledRssMiB(pid);
+  const cachedRssMiB = await settled();
   runDnsperf({ port, file: writeQueryFile(names), seconds: ttlSeconds + 10, clients: 4 });
-  const afterHitsRssMiB = await settledRssMiB(pid);
+  const afterHitsRssMiB = await settled();
   return {
     idleRssMiB,
     cachedRssMiB,

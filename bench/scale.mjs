@@ -148,7 +148,7 @@ async function peakRss(pid, fn) {
  * `seconds`, of the process's RSS and (where the bench could give it a memory cgroup) the
  * cgroup's usage and working set.
  */
-async function steadyMemory(pid, cgroup, seconds) {
+export async function steadyMemory(pid, cgroup, seconds) {
   const rss = [];
   const workingSet = [];
   for (let i = 0; i < seconds * 2; i++) {
