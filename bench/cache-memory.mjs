@@ -3,12 +3,11 @@
 // 10,000 answers in ≤ 60 MiB. Each server fills its cache from one upstream (testkit's, on the load
 // core), then answers hits over every name for a TTL and more, so each entry is refreshed once
 // among hits, as in a cache that runs for a while.
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { launchProcess } from '@cluster-dns/testkit';
 import {
   LOAD_CORE,
-  pinned,
   ROOT,
   round,
   runDnsperf,
@@ -32,19 +31,12 @@ async function startUpstream(names, ttlSeconds) {
   });
   const file = join(SCRATCH, `records-${names.length}.json`);
   writeFileSync(file, JSON.stringify(records));
-  const [command, argv] = pinned(LOAD_CORE, process.execPath, [
-    join(ROOT, 'packages/testkit/dist/upstream-cli.js'),
-    `--records-file=${file}`,
-  ]);
-  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      const m = /"port":(\d+)/.exec(String(d));
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`the bench's upstream exited with ${code}`)));
+  const upstream = await launchProcess({
+    script: join(ROOT, 'packages/testkit/dist/upstream-cli.js'),
+    args: [`--records-file=${file}`],
+    prefix: tools.taskset ? ['taskset', '-c', String(LOAD_CORE)] : [],
   });
-  return { port, stop: () => void child.kill('SIGTERM') };
+  return { port: Number(upstream.ready.port), stop: () => upstream.stop() };
 }
 
 /** Idle, after caching every name, and after hits through one refresh of each. */
@@ -104,6 +96,6 @@ export async function runCacheMemory({ row, forwarderArgs, count = 10_000, ttlSe
       }
     }
   } finally {
-    upstream.stop();
+    await upstream.stop();
   }
 }
