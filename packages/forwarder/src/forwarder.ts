@@ -153,8 +153,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       let open = 0;
       for (const listener of listeners) {
         open += listener.tcpConnections();
-        refused.limit += listener.tcpRefused().limit;
-        refused.perClient += listener.tcpRefused().perClient;
+        const { limit, perClient } = listener.tcpRefused();
+        refused.limit += limit;
+        refused.perClient += perClient;
       }
       return { open, refused };
     },
