@@ -85,4 +85,19 @@ describe.skipIf(!kubectl)('kustomize', () => {
     ]);
     expect(run.stderr).toBe('');
   });
+
+  it('kubectl kustomize manifests/node-local renders the DaemonSet, its Services and its Corefile', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests/node-local`]);
+    expect(run.status, run.stderr).toBe(0);
+    const objects = loadAllYaml(run.stdout) as Array<{ kind: string; metadata: { name: string; namespace?: string } }>;
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ConfigMap/node-local-dns',
+      'DaemonSet/node-local-dns',
+      'Service/kube-dns-upstream',
+      'Service/node-local-dns',
+      'ServiceAccount/node-local-dns',
+    ]);
+    expect(objects.every((o) => o.metadata.namespace === 'kube-system')).toBe(true);
+    expect(run.stderr).toBe('');
+  });
 });

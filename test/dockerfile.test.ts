@@ -70,6 +70,20 @@ describe('docker/Dockerfile, read without a Docker engine', () => {
     }
   });
 
+  it('has a node-cache target: the forwarder bundle’s node-local entry, as root with ip, iptables and nft', async () => {
+    const lines = stages.get('node-cache') ?? [];
+    expect(lines[0]).toMatch(/^FROM \$\{NODE_IMAGE\} AS node-cache$/);
+    expect(lines).toContain('ENTRYPOINT ["node", "/app/node-cache-main.js"]');
+    expect(lines.some((l) => l.includes('/src/packages/forwarder/bundle /app'))).toBe(true);
+    const { BUNDLES } = await import('../docker/bundle.mjs');
+    expect(BUNDLES.forwarder).toContain('node-cache-main.js');
+    expect(existsSync(`${root}/packages/forwarder/src/node-cache-main.ts`)).toBe(true);
+    const installs = lines.find((l) => l.startsWith('RUN apt-get')) ?? '';
+    for (const pkg of ['iproute2', 'iptables', 'nftables']) expect(installs).toContain(pkg);
+    // NET_ADMIN's rules and links need root, as node-cache runs; the other images stay 1001.
+    expect(lines.some((l) => /^USER\s/.test(l))).toBe(false);
+  });
+
   it('runs as the non-root user 1001 with OCI labels', () => {
     const runtime = stages.get('runtime') ?? [];
     expect(runtime).toContain('USER 1001:1001');

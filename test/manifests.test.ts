@@ -1,7 +1,7 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: the manifests are YAML read at run time; the schema test above types them.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { forwarderFlags } from '@cluster-dns/forwarder';
+import { forwarderFlags, nodeCacheFlags, parseCorefile, planNodeLocal } from '@cluster-dns/forwarder';
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
 import { parseFlags } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
@@ -9,6 +9,7 @@ import { runCommand } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
@@ -46,6 +47,7 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   'v1/Service': Service,
   'v1/ConfigMap': ConfigMap,
   'apps/v1/Deployment': Deployment,
+  'apps/v1/DaemonSet': DaemonSet,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
@@ -166,5 +168,90 @@ describe('manifests', () => {
     expect((deployment.spec as Record<string, any>).strategy.rollingUpdate.maxUnavailable).toBe(0);
     const rbLameduckMs = parseFlags(recordBuilderFlags, container('kubedns').args).values.lameduck;
     expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(rbLameduckMs + 10_000);
+  });
+});
+
+describe('manifests/node-local: NodeLocal DNSCache with the node-cache image', () => {
+  const objects = load('manifests/node-local');
+  const daemonSet = objects.find((o) => o.kind === 'DaemonSet') as Obj & Record<string, any>;
+  const pod = daemonSet.spec.template.spec;
+  const cache = pod.containers[0] as Container & Record<string, any>;
+  const corefile = (objects.find((o) => o.kind === 'ConfigMap') as Obj & { data: { Corefile: string } }).data.Corefile;
+
+  it.each(objects.map((o) => [`${o.kind}/${o.metadata.name}`, o] as const))(
+    '%s is valid against the Kubernetes schema',
+    (_n, o) => {
+      const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+      expect(Model, `a schema for ${o.apiVersion}/${o.kind}`).toBeDefined();
+      expect(() => new (Model as NonNullable<typeof Model>)(o).validate()).not.toThrow();
+    },
+  );
+
+  it('runs as nodelocaldns.yaml does: every node, host network, critical, NET_ADMIN, the xtables lock', () => {
+    expect(daemonSet.spec.updateStrategy.rollingUpdate.maxUnavailable).toBe('10%');
+    expect(pod).toMatchObject({ hostNetwork: true, dnsPolicy: 'Default', priorityClassName: 'system-node-critical' });
+    expect(pod.tolerations).toContainEqual({ effect: 'NoSchedule', operator: 'Exists' });
+    expect(pod.tolerations).toContainEqual({ effect: 'NoExecute', operator: 'Exists' });
+    expect(cache.securityContext.capabilities.add).toEqual(['NET_ADMIN']);
+    expect(pod.volumes).toContainEqual({
+      name: 'xtables-lock',
+      hostPath: { path: '/run/xtables.lock', type: 'FileOrCreate' },
+    });
+    expect(cache.volumeMounts).toContainEqual({
+      name: 'xtables-lock',
+      mountPath: '/run/xtables.lock',
+      readOnly: false,
+    });
+    // The ConfigMap's Corefile lands where node-cache reads its template.
+    const values = parseFlags(nodeCacheFlags, cache.args).values;
+    const mount = cache.volumeMounts.find((m: { name: string }) => m.name === 'config-volume');
+    const item = pod.volumes.find((v: { name: string }) => v.name === 'config-volume').configMap.items[0];
+    expect(`${mount.mountPath}/${item.path}`).toBe(values.basecorefile);
+    expect(values.upstreamsvc).toBe('kube-dns-upstream');
+    expect(objects.some((o) => o.kind === 'Service' && o.metadata.name === 'kube-dns-upstream')).toBe(true);
+  });
+
+  it('the node-cache args are accepted by the node-cache binary', async () => {
+    const out = await runCommand(process.execPath, [
+      `${root}/packages/forwarder/dist/node-cache-main.js`,
+      ...cache.args,
+      '--help',
+    ]);
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+  });
+
+  it('points the ports and the liveness probe at what its Corefile binds, and the kube-dns IP at the Service', () => {
+    const plan = planNodeLocal(
+      parseCorefile(
+        corefile
+          .replaceAll('__PILLAR__CLUSTER__DNS__', '10.96.0.11')
+          .replaceAll('__PILLAR__UPSTREAM__SERVERS__', '/etc/resolv.conf'),
+      ),
+    );
+    const values = parseFlags(nodeCacheFlags, cache.args).values;
+    expect(plan.listenAddresses).toEqual(values.localip.split(','));
+    const ports = cache.ports.map(
+      (p: { containerPort: number; protocol: string }) => `${p.containerPort}/${p.protocol}`,
+    );
+    expect(ports).toEqual([`${plan.port}/UDP`, `${plan.port}/TCP`, `${plan.metrics?.port}/TCP`]);
+    expect(cache.livenessProbe.httpGet).toEqual({ host: plan.health?.host, path: '/health', port: plan.health?.port });
+    expect(plan.health?.port).toBe(values['health-port']);
+    const kubeDns = find('Service') as Obj & { spec: { clusterIP: string } };
+    expect(values.localip.split(',')).toContain(kubeDns.spec.clusterIP);
+    const metrics = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'node-local-dns') as Obj &
+      Record<string, any>;
+    expect(metrics.spec.clusterIP).toBe('None');
+    expect(metrics.spec.ports[0].port).toBe(plan.metrics?.port);
+  });
+
+  it('lists every manifest in its kustomization.yaml', () => {
+    const kustomization = loadAllYaml(readFileSync(`${root}/manifests/node-local/kustomization.yaml`, 'utf8'))[0] as {
+      resources: string[];
+    };
+    const files = readdirSync(`${root}/manifests/node-local`).filter(
+      (f) => f.endsWith('.yaml') && f !== 'kustomization.yaml',
+    );
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
   });
 });

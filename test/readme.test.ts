@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { nodeCacheFlags } from '@cluster-dns/forwarder';
 import { demoFlags } from '@cluster-dns/testkit';
 import { ERROR_CODES } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,13 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const readme = readFileSync(`${root}/README.md`, 'utf8');
 
 describe('README', () => {
+  it('the forwarder README names every node-cache flag, node-local port and metric', () => {
+    const forwarder = readFileSync(`${root}/packages/forwarder/README.md`, 'utf8');
+    for (const name of Object.keys(nodeCacheFlags)) expect(forwarder).toContain(`\`-${name}\``);
+    for (const text of ['coredns_nodecache_setup_errors_total', '/health', '9253', '9353', '8080'])
+      expect(forwarder).toContain(text);
+  });
+
   it('names every flag of the demo launcher', () => {
     for (const name of Object.keys(demoFlags)) expect(readme).toContain(`\`--${name}\``);
   });

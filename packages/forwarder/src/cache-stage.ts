@@ -194,8 +194,11 @@ export class CacheStage implements Stage<ForwarderRequest> {
         if (!resolved) return { template: undefined, rcode };
         // Pushed zones tell us when a name appears: their negative answers are safe to keep.
         const pushed = this.deps.push?.isPushed(q.key) ?? false;
-        const policy =
-          pushed && !this.deps.policy.negativeCache ? { ...this.deps.policy, negativeCache: true } : this.deps.policy;
+        // A route may keep its own policy (node-local mode's per-block `cache`), or none at all.
+        const own = resolved.route.cache;
+        if (own === 'off') return { template: resolved.wire, rcode: resolved.scanned.rcode };
+        const base = own ?? this.deps.policy;
+        const policy = pushed && !base.negativeCache ? { ...base, negativeCache: true } : base;
         const ttl = cacheTtlOf(resolved.wire, resolved.scanned, policy);
         if (ttl === undefined) return { template: resolved.wire, rcode: resolved.scanned.rcode };
         // Every asker, this one too, gets the entry's own bytes: one TTL for every record, as hits will.

@@ -15,6 +15,7 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
+import type { CachePolicy } from './cache-policy.js';
 import type { RouteKind } from './route-table.js';
 
 /** What a cached reply answers: the question, and whether DNSSEC records were asked for. */
@@ -80,12 +81,7 @@ export interface CacheCounts {
   denialEvictions: number;
 }
 
-export interface CachePolicy {
-  negativeCache: boolean;
-  negTtlSeconds: number;
-  minCacheTtlSeconds: number;
-  maxCacheTtlSeconds: number;
-}
+export type { CachePolicy };
 
 /** Entries kept on one question hash (see ReplyCache.set). */
 export const MAX_SAME_HASH = 8;

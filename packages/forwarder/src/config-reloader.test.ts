@@ -3,6 +3,8 @@ import { toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { createConfigReloader } from './config-reloader.js';
 import type { RawConfig } from './config-source.js';
+import { parseCorefile } from './corefile.js';
+import { planNodeLocal } from './node-local-plan.js';
 import { parseServerFlag } from './server-flag.js';
 
 function reloaderUnderTest() {
@@ -100,5 +102,45 @@ describe('the ConfigMap reloader, without files', () => {
     r.serve('v2', {});
     await r.reloader.reload();
     expect(r.reloader.routes().upstream.servers).toEqual([{ host: '192.0.2.53', port: 53 }]);
+  });
+});
+
+describe('the reloader with routes from a config file (node-local mode’s Corefile)', () => {
+  it('applies the routes the file gives, keeps the last good ones on a bad file, and refuses a loop to itself', async () => {
+    const self = { host: '169.254.20.10', port: 53 };
+    let corefile = 'cluster.local { forward . 10.96.0.11 { force_tcp } }';
+    let version = 0;
+    const reloader = createConfigReloader({
+      read: async () => ({
+        version: `v${++version}`,
+        data: new Map(),
+        resolvConf: [],
+        files: new Map([['Corefile', corefile]]),
+      }),
+      rules: [],
+      isSelf: (s) => s.host === self.host && s.port === self.port,
+      log: createSilentLogger(),
+      routesFrom: (raw) => ({
+        rules: planNodeLocal(parseCorefile(raw.files?.get('Corefile') ?? '')).rules,
+        stubDomains: new Map(),
+        upstreamNameservers: [],
+        resolvConf: [],
+      }),
+    });
+    expect(await reloader.reload()).toBe('applied');
+    const route = reloader.routes().routeFor(toFqdn('web.shop.svc.cluster.local'));
+    expect(route.servers).toEqual([{ host: '10.96.0.11', port: 53 }]);
+    expect(route.forceTcp).toBe(true);
+    corefile = 'cluster.local { forward . 10.96.0.11\n  kubernetes\n }';
+    expect(await reloader.reload()).toBe('invalid');
+    expect(reloader.routes().routeFor(toFqdn('web.shop.svc.cluster.local')).servers).toEqual([
+      { host: '10.96.0.11', port: 53 },
+    ]);
+    corefile = 'cluster.local { forward . 169.254.20.10 }';
+    expect(await reloader.reload()).toBe('invalid');
+    expect(reloader.failures).toBe(2);
+    corefile = 'cluster.local { forward . 10.96.0.12 }';
+    expect(await reloader.reload()).toBe('applied');
+    expect(reloader.routes().routeFor(toFqdn('web.shop.svc.cluster.local')).forceTcp).toBe(false);
   });
 });

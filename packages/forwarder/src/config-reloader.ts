@@ -1,6 +1,6 @@
 import { ConfigError, type HostPort, type Logger, parseKubeDnsConfig } from '@cluster-dns/runtime';
 import type { RawConfig } from './config-source.js';
-import { RouteTable } from './route-table.js';
+import { type RouteSources, RouteTable } from './route-table.js';
 import type { ServerRule } from './server-flag.js';
 
 export type ReloadResult = 'applied' | 'unchanged' | 'invalid' | 'unreadable';
@@ -13,6 +13,11 @@ export interface ConfigReloaderDeps {
   log: Logger;
   /** True for a server that is this forwarder itself: refused in the ConfigMap, skipped in resolv.conf. */
   isSelf?(server: HostPort): boolean;
+  /**
+   * Builds the routes from what was read, instead of the kube-dns ConfigMap and `rules` (node-local
+   * mode: its Corefile). Throws on an invalid config, which then keeps the last good routes.
+   */
+  routesFrom?(raw: RawConfig): RouteSources;
   /** Told of each new route table that replaced the previous one; may add fields to the log line. */
   onApplied?(next: RouteTable, previous: RouteTable): Record<string, unknown> | undefined;
 }
@@ -24,6 +29,17 @@ export interface ConfigReloader {
   reload(): Promise<ReloadResult>;
   /** Reloads that found an invalid or unreadable config (each distinct content counted once). */
   readonly failures: number;
+}
+
+/** The kube-dns layout: `--server` rules, then the ConfigMap's stub domains and upstreams, then resolv.conf. */
+function kubeDnsSources(raw: RawConfig, rules: readonly ServerRule[]): RouteSources {
+  const config = parseKubeDnsConfig(raw.data);
+  return {
+    rules,
+    stubDomains: config.stubDomains,
+    upstreamNameservers: config.upstreamNameservers,
+    resolvConf: raw.resolvConf,
+  };
 }
 
 /**
@@ -54,24 +70,27 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
       version = raw.version;
       let next: RouteTable;
       try {
-        const config = parseKubeDnsConfig(raw.data);
         const isSelf = deps.isSelf ?? (() => false);
-        if (config.upstreamNameservers.some(isSelf))
+        const sources = deps.routesFrom ? deps.routesFrom(raw) : kubeDnsSources(raw, deps.rules);
+        if (sources.upstreamNameservers.some(isSelf))
           throw new ConfigError('upstreamNameservers', 'names this forwarder itself (a forwarding loop)');
-        for (const [domain, servers] of config.stubDomains)
+        for (const [domain, servers] of sources.stubDomains)
           if (servers.some(isSelf))
             throw new ConfigError('stubDomains', `${domain} names this forwarder itself (a forwarding loop)`);
-        const resolvConf = raw.resolvConf.filter((s) => !isSelf(s));
-        if (resolvConf.length < raw.resolvConf.length)
+        // `--server` flags are checked at start; rules from a config file are checked here.
+        if (deps.routesFrom)
+          for (const rule of sources.rules)
+            if (rule.servers.some(isSelf))
+              throw new ConfigError(
+                'Corefile',
+                `${rule.domains.join(' ') || '.'} forwards to this forwarder itself (a forwarding loop)`,
+              );
+        const resolvConf = sources.resolvConf.filter((s) => !isSelf(s));
+        if (resolvConf.length < sources.resolvConf.length)
           deps.log.warn('ignoring a resolv.conf nameserver that is this forwarder itself', {
-            skipped: raw.resolvConf.filter(isSelf),
+            skipped: sources.resolvConf.filter(isSelf),
           });
-        next = new RouteTable({
-          rules: deps.rules,
-          stubDomains: config.stubDomains,
-          upstreamNameservers: config.upstreamNameservers,
-          resolvConf,
-        });
+        next = new RouteTable({ ...sources, resolvConf });
       } catch (error) {
         failures++;
         deps.log.error('invalid config; keeping the last good one', { err: error, version: raw.version });

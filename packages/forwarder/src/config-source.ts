@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { type HostPort, readConfigDir } from '@cluster-dns/runtime';
 import { readResolvConf } from './resolv-conf.js';
 
@@ -7,14 +8,23 @@ export interface RawConfig {
   readonly version: string;
   readonly data: ReadonlyMap<string, string>;
   readonly resolvConf: readonly HostPort[];
+  /** Other files read whole, by path (node-local mode's Corefile). */
+  readonly files?: ReadonlyMap<string, string>;
 }
 
-/** Reads the ConfigMap folder (as dnsmasq-nanny does: one file per key) and the resolv file. */
-export async function readConfigSources(configDir: string, resolvFile: string | undefined): Promise<RawConfig> {
+/** Reads the ConfigMap folder (as dnsmasq-nanny does: one file per key), the resolv file, and any other files named. */
+export async function readConfigSources(
+  configDir: string,
+  resolvFile: string | undefined,
+  filePaths: readonly string[] = [],
+): Promise<RawConfig> {
   const data = configDir ? await readConfigDir(configDir) : new Map<string, string>();
   const resolvConf = await readResolvConf(resolvFile);
+  const files = new Map<string, string>();
+  for (const path of filePaths) files.set(path, await readFile(path, 'utf8'));
   const hash = createHash('sha256');
   for (const [k, v] of data) hash.update(`${k}\0${v}\0`);
+  for (const [k, v] of files) hash.update(`file ${k}\0${v}\0`);
   hash.update(JSON.stringify(resolvConf));
-  return { version: hash.digest('hex').slice(0, 16), data, resolvConf };
+  return { version: hash.digest('hex').slice(0, 16), data, resolvConf, files };
 }

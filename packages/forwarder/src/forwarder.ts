@@ -14,7 +14,7 @@ import { monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
 import { ChaosStage } from './chaos-stage.js';
 import { createConfigReloader } from './config-reloader.js';
-import { readConfigSources } from './config-source.js';
+import { type RawConfig, readConfigSources } from './config-source.js';
 import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
 import { createHitLane } from './hit-lane.js';
 import { createLoopDetector } from './loop-detect.js';
@@ -23,7 +23,7 @@ import { createForwarderMetrics } from './metrics.js';
 import { NotifyStage } from './notify-stage.js';
 import type { ForwarderOptions } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
-import { serverText } from './route-table.js';
+import { type RouteSources, serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
 import { UpstreamStats } from './upstream-stats.js';
 import { createZoneTransfers } from './zone-transfers.js';
@@ -33,6 +33,11 @@ export const VERSION = 'cluster-dns-forwarder-0.1.0';
 export interface ForwarderDeps {
   log: Logger;
   now?: () => number;
+  /**
+   * Routes from config files of another shape than kube-dns's (node-local mode's Corefile): the
+   * files are read with the ConfigMap on each poll, and `routesFrom` turns what was read into routes.
+   */
+  config?: { files: readonly string[]; routesFrom(raw: RawConfig): RouteSources };
 }
 
 export interface Forwarder {
@@ -76,8 +81,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const upstreamUdp = createUpstreamUdp();
 
   const config = createConfigReloader({
-    read: () => readConfigSources(options.configDir, options.resolvFile),
+    read: () => readConfigSources(options.configDir, options.resolvFile, deps.config?.files),
     rules: options.rules,
+    ...(deps.config ? { routesFrom: deps.config.routesFrom } : {}),
     log,
     isSelf,
     onApplied: (next) => {

@@ -46,7 +46,7 @@ export async function resolveQuestion(
   depth = 0,
 ): Promise<Resolved> {
   let route = firstRoute;
-  let raw = await forwardQuery(route.servers, q, options);
+  let raw = await forwardQuery(route.servers, q, options, route.forceTcp);
   let rcode = raw.readUInt16BE(2) & RCODE_MASK;
   if (
     route.fallsThrough &&
@@ -54,7 +54,7 @@ export async function resolveQuestion(
     routes.upstream.servers.length > 0
   ) {
     route = routes.upstream;
-    raw = await forwardQuery(route.servers, q, options);
+    raw = await forwardQuery(route.servers, q, options, route.forceTcp);
     rcode = raw.readUInt16BE(2) & RCODE_MASK;
   }
   let { wire, scanned } = normalize(raw);

@@ -1,5 +1,6 @@
 import type { HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
+import type { RouteCache } from './cache-policy.js';
 import type { ServerRule } from './server-flag.js';
 
 export type RouteKind = 'server' | 'stub' | 'upstream' | 'local';
@@ -11,6 +12,10 @@ export interface Route {
   readonly servers: readonly HostPort[];
   /** A reverse-zone route whose NXDOMAIN/REFUSED is asked upstream again (kube-dns behaviour). */
   readonly fallsThrough: boolean;
+  /** Asked over TCP only (node-local mode's `force_tcp`). */
+  readonly forceTcp: boolean;
+  /** Its own cache policy; undefined means the process's flags. */
+  readonly cache: RouteCache | undefined;
   /** Stable text of where this route sends queries: equal ids mean cached answers stay valid. */
   readonly id: string;
 }
@@ -27,7 +32,12 @@ export interface RouteSources {
   upstreamNameservers: readonly HostPort[];
   /** Nameservers of --resolv-file, or empty with --no-resolv. */
   resolvConf: readonly HostPort[];
+  /** How the default route asks and caches (node-local mode's `.` block). */
+  upstream?: { readonly forceTcp: boolean; readonly cache: RouteCache | undefined };
 }
+
+const cacheText = (cache: RouteCache | undefined) =>
+  cache === undefined ? '' : cache === 'off' ? '/nocache' : `/cache:${Object.values(cache).join(':')}`;
 
 /** Where each name goes: the longest `--server=/domain/` or stub domain suffix, else upstream. */
 export class RouteTable {
@@ -35,7 +45,10 @@ export class RouteTable {
   readonly upstream: Route;
 
   constructor(sources: RouteSources) {
-    const servers = new Map<Fqdn, { kind: RouteKind; servers: HostPort[] }>();
+    const servers = new Map<
+      Fqdn,
+      { kind: RouteKind; servers: HostPort[]; forceTcp: boolean; cache: RouteCache | undefined; fallThrough: boolean }
+    >();
     const plain: HostPort[] = [];
     for (const rule of sources.rules) {
       if (rule.domains.length === 0) {
@@ -43,14 +56,26 @@ export class RouteTable {
         continue;
       }
       for (const domain of rule.domains) {
-        const entry = servers.get(domain) ?? { kind: 'server' as RouteKind, servers: [] };
+        const entry = servers.get(domain) ?? {
+          kind: 'server' as RouteKind,
+          servers: [],
+          forceTcp: rule.forceTcp ?? false,
+          cache: rule.cache,
+          fallThrough: rule.fallThrough ?? true,
+        };
         entry.servers.push(...rule.servers);
         servers.set(domain, entry);
       }
     }
     for (const [domain, list] of sources.stubDomains) {
       const key = toFqdn(domain);
-      const entry = servers.get(key) ?? { kind: 'stub' as RouteKind, servers: [] };
+      const entry = servers.get(key) ?? {
+        kind: 'stub' as RouteKind,
+        servers: [],
+        forceTcp: false,
+        cache: undefined,
+        fallThrough: true,
+      };
       entry.servers.push(...list);
       servers.set(key, entry);
     }
@@ -60,8 +85,10 @@ export class RouteTable {
         domain,
         kind,
         servers: entry.servers,
-        fallsThrough: kind !== 'local' && REVERSE.some((z) => isInZone(domain, z)),
-        id: `${domain}>${kind}:${entry.servers.map(serverText).join(',')}`,
+        fallsThrough: kind !== 'local' && entry.fallThrough && REVERSE.some((z) => isInZone(domain, z)),
+        forceTcp: entry.forceTcp,
+        cache: entry.cache,
+        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
       });
     }
     const defaults = [
@@ -73,7 +100,9 @@ export class RouteTable {
       kind: 'upstream',
       servers: defaults,
       fallsThrough: false,
-      id: `.>upstream:${defaults.map(serverText).join(',')}`,
+      forceTcp: sources.upstream?.forceTcp ?? false,
+      cache: sources.upstream?.cache,
+      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
     };
   }
 

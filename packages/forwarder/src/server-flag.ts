@@ -1,11 +1,18 @@
 import { FlagError, type HostPort, parseHostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isValidName, ROOT, toFqdn } from '@cluster-dns/wire';
+import type { RouteCache } from './cache-policy.js';
 
 /** One `--server` value: servers for some domains, or plain upstreams when `domains` is empty. */
 export interface ServerRule {
   readonly domains: readonly Fqdn[];
   /** Empty with domains: answer NXDOMAIN locally for them (dnsmasq's `--server=/d/`). */
   readonly servers: readonly HostPort[];
+  /** Ask these servers over TCP only (CoreDNS's `force_tcp`). */
+  readonly forceTcp?: boolean;
+  /** The route's cache policy; the process's flags when unset. */
+  readonly cache?: RouteCache;
+  /** False: a reverse zone's NXDOMAIN is final, not asked upstream again. */
+  readonly fallThrough?: boolean;
 }
 
 const EXPECTED = '/domain/ip[#port], /domain1/domain2/ip[#port], /domain/ (local only) or ip[#port]';

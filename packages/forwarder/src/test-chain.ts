@@ -59,7 +59,15 @@ export function askThrough(handle: Next<ForwarderRequest>) {
 /** A route of `kind` to 192.0.2.53, as the route table would give it. */
 export function testRoute(kind: Route['kind'] = 'upstream', domain = '.'): Route {
   const servers = kind === 'local' ? [] : [{ host: '192.0.2.53', port: 53 }];
-  return { domain: domain as Fqdn, kind, servers, fallsThrough: false, id: `${domain}>${kind}` };
+  return {
+    domain: domain as Fqdn,
+    kind,
+    servers,
+    fallsThrough: false,
+    forceTcp: false,
+    cache: undefined,
+    id: `${domain}>${kind}`,
+  };
 }
 
 /**

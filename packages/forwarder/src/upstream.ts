@@ -41,6 +41,8 @@ export interface UpstreamQuestion {
 export interface ForwardOptions {
   /** Sends one UDP query (wire's createUpstreamUdp: a socket of its own per query). */
   exchangeUdp: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
+  /** Sends one query over TCP, for routes that force it; a new connection per query when unset. */
+  exchangeTcp?: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
   timeoutMs: number;
   deadlineMs: number;
   stats: UpstreamStats;
@@ -86,6 +88,31 @@ export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buf
 }
 
 /**
+ * One UDP try: in a random case with 0x20, and again at once in plain case from a server found
+ * not to echo it.
+ */
+async function askUdp(
+  server: HostPort,
+  id: string,
+  q: UpstreamQuestion,
+  options: ForwardOptions,
+  exchange: ExchangeOptions,
+  deadline: number,
+): Promise<Buffer> {
+  const { stats } = options;
+  const randomCase = options.randomCase && !stats.isCaseBlind(id, options.now());
+  const query = buildUpstreamQuery(q, randomCase);
+  const reply = await options.exchangeUdp(server, query, exchange);
+  if (!randomCase || compareQuestion(reply, query, questionEndOf(query)) !== 'case') return reply;
+  stats.rejected(id, 'case');
+  stats.markCaseBlind(id, options.now());
+  return options.exchangeUdp(server, buildUpstreamQuery(q), {
+    ...exchange,
+    timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
+  });
+}
+
+/**
  * Less time than this left before the deadline is no time for another server. It also absorbs
  * the clocks' difference: libuv runs timers on a millisecond clock read once per loop turn, so the
  * last try's timeout can fire up to a millisecond before the deadline by performance.now.
@@ -95,7 +122,7 @@ const MIN_TRY_MS = 5;
 /**
  * Asks the servers of a route in order until one answers with something other than SERVFAIL or
  * REFUSED: each try has its own random ID and source port, a truncated UDP reply is asked again
- * over TCP, and the whole thing ends by `deadlineMs`. If every server failed but one answered
+ * over TCP (or every try is, with `forceTcp`), and the whole thing ends by `deadlineMs`. If every server failed but one answered
  * SERVFAIL/REFUSED, that answer is returned; if none answered at all, UpstreamsFailedError.
  * With 0x20, a reply that does not echo our case is a server that does not preserve case (or a
  * forgery that guessed port and ID): the server is asked again at once in plain case, and from
@@ -105,12 +132,14 @@ export async function forwardQuery(
   servers: readonly HostPort[],
   q: UpstreamQuestion,
   options: ForwardOptions,
+  forceTcp = false,
 ): Promise<Buffer> {
   const deadline = performance.now() + options.deadlineMs;
   const tried: string[] = [];
   let fallback: Buffer | undefined;
   let lastError: unknown;
   const { stats } = options;
+  const viaTcp = options.exchangeTcp ?? ((s, m, o) => exchangeRaw(s, m, { ...o, transport: 'tcp' }));
   for (const server of servers) {
     const id = serverText(server);
     if (options.disabled.has(id)) continue;
@@ -122,23 +151,13 @@ export async function forwardQuery(
     const onRejected = (reason: RejectReason) => stats.rejected(id, reason);
     const started = performance.now();
     try {
-      let randomCase = options.randomCase && !stats.isCaseBlind(id, options.now());
-      let query = buildUpstreamQuery(q, randomCase);
-      const exchange = { timeoutMs: Math.min(options.timeoutMs, left), onRejected };
-      let reply = await options.exchangeUdp(server, query, exchange);
-      if (randomCase && compareQuestion(reply, query, questionEndOf(query)) === 'case') {
-        stats.rejected(id, 'case');
-        stats.markCaseBlind(id, options.now());
-        randomCase = false;
-        query = buildUpstreamQuery(q);
-        reply = await options.exchangeUdp(server, query, {
-          timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
-          onRejected,
-        });
-      }
-      if ((reply.readUInt16BE(2) & FLAG.TC) !== 0) {
-        reply = await exchangeRaw(server, buildUpstreamQuery(q), {
-          transport: 'tcp',
+      const first = { timeoutMs: Math.min(options.timeoutMs, left), onRejected };
+      // No 0x20 over TCP: a connection's sequence numbers already defeat blind spoofing.
+      let reply = forceTcp
+        ? await viaTcp(server, buildUpstreamQuery(q), first)
+        : await askUdp(server, id, q, options, first, deadline);
+      if (!forceTcp && (reply.readUInt16BE(2) & FLAG.TC) !== 0) {
+        reply = await viaTcp(server, buildUpstreamQuery(q), {
           timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
           onRejected,
         });

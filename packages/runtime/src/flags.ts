@@ -73,11 +73,13 @@ export const flag = {
       },
     });
   },
-  bool(help: string, options: Common = {}) {
+  /** `--x`, `--x=true|false` (Go's and pflag's spellings); `defaultValue` true for flags such as node-cache's `-setupiptables`. */
+  bool(help: string, options: Common & { defaultValue?: boolean } = {}) {
     return def<boolean>({
       ...options,
       help,
-      defaultValue: false,
+      defaultValue: options.defaultValue ?? false,
+      defaultText: options.defaultText ?? (options.defaultValue ? 'true' : undefined),
       takes: 'bool',
       valueName: 'bool',
       parse: (raw, name) => {

@@ -28,7 +28,7 @@ export interface ProcessHooks {
 
 /**
  * The one entry path of all three binaries: flags → start → ready → signals → drain → exit.
- * A bad flag prints one line and exits 2; a failed start exits 1; SIGTERM drains and exits 0;
+ * A bad flag (or Corefile) prints one line and exits 2; a failed start exits 1; SIGTERM drains and exits 0;
  * a second signal or a missed deadline exits 1.
  */
 export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
@@ -104,7 +104,9 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
   try {
     service = await spec.start(parsed.values, { log, given: parsed.given });
   } catch (error) {
-    const flagProblem = error instanceof FlagError;
+    // A config file that does not parse is the same kind of mistake as a bad flag.
+    const flagProblem =
+      error instanceof FlagError || (error instanceof ClusterDnsError && error.code === 'COREFILE_INVALID');
     log.fatal(flagProblem ? 'invalid configuration' : 'start failed', { err: error });
     if (error instanceof ClusterDnsError && error.hint) log.info('hint', { hint: error.hint });
     const hint = error instanceof ClusterDnsError && error.hint ? ` (${error.hint})` : '';

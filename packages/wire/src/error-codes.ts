@@ -9,6 +9,8 @@ export const ERROR_CODES = {
   FLAG_UNKNOWN: 'an argument names no flag',
   CONFIG_INVALID: 'a ConfigMap key is invalid; the last good configuration stays in use',
   KUBECONFIG_INVALID: 'no usable Kubernetes API configuration',
+  COREFILE_INVALID: 'a node-local Corefile line that does not parse or is outside the supported subset',
+  NODE_SETUP_FAILED: "a command setting up the node's interface or rules (ip, iptables, nft) failed",
   // Sockets.
   DNS_BIND: 'a DNS listener could not bind its address',
   HTTP_BIND: 'an HTTP listener could not bind its address',

@@ -1,0 +1,260 @@
+import { existsSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import {
+  CloseStack,
+  ConfigError,
+  type HostPort,
+  type Logger,
+  labelledFrom,
+  listenHttp,
+  parseKubeDnsConfig,
+} from '@cluster-dns/runtime';
+import { Registry } from 'prom-client';
+import type { RawConfig } from './config-source.js';
+import { readConfigSources } from './config-source.js';
+import { parseCorefile } from './corefile.js';
+import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
+import { createForwarder, type Forwarder } from './forwarder.js';
+import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
+import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
+import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
+import type { ForwarderOptions } from './options.js';
+import type { RouteSources } from './route-table.js';
+
+export interface NodeCacheDeps {
+  log: Logger;
+  run: CommandRunner;
+  /** The process's environment: `<UPSTREAMSVC>_SERVICE_HOST` is read from it. */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export interface NodeCache {
+  readonly forwarder: Forwarder;
+  readonly plumbing: NodePlumbing;
+  /** Where each listener ended up (port 0 in tests picks free ones). */
+  readonly ports: { dns: number; metrics: number; health: number | undefined; setupMetrics: number };
+  shutdown(): Promise<void>;
+}
+
+const SETUP_ERRORS: readonly SetupErrorType[] = [
+  'interface_add',
+  'interface_check',
+  'iptables',
+  'iptables_lock',
+  'nft',
+];
+
+/** The forwarder's routes from a rendered plan: zones as rules, the `.` block as the default route. */
+function sourcesOf(plan: NodeLocalPlan, raw: RawConfig, resolvFile: string): RouteSources {
+  const root = plan.root;
+  const rootServers = root && Array.isArray(root.servers) ? (root.servers as readonly HostPort[]) : undefined;
+  if (root && !rootServers) {
+    const named = (root.servers as { resolvFile: string }).resolvFile;
+    if (named !== resolvFile)
+      throw new ConfigError('Corefile', `forward . ${named}: only ${resolvFile} (-resolv-file) is read for upstreams`);
+  }
+  return {
+    rules: [...plan.rules, ...(rootServers ? [{ domains: [], servers: rootServers }] : [])],
+    // Already blocks of the rendered Corefile, as node-cache makes them.
+    stubDomains: new Map(),
+    upstreamNameservers: [],
+    resolvConf: root && !rootServers ? raw.resolvConf : [],
+    upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off' },
+  };
+}
+
+/**
+ * Node-local mode: the forwarder run as NodeLocal DNSCache's node-cache is. Its flags, its
+ * Corefile (filled as node-cache fills it, and read again with the kube-dns ConfigMap every 10 s),
+ * the link and rules on the node (node-plumbing.ts), health and metrics where node-cache has them.
+ * Order at start, as node-cache: the link first (the local IPs must exist to be bound), then the
+ * listeners, then the rules, so no rule ever points at a cache that is not answering.
+ */
+export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDeps): Promise<NodeCache> {
+  const { log } = deps;
+  const localIps = localIpsOf(values);
+  const basePath = values.basecorefile;
+  const kubeDnsDir = values.kubednscm || (existsSync('/etc/kube-dns') ? '/etc/kube-dns' : '');
+  const resolvFile = values['resolv-file'];
+  const serviceVar = serviceHostVariable(values.upstreamsvc);
+  const clusterDns = deps.env[serviceVar];
+
+  let lastText = '';
+  const planOf = (raw: RawConfig) => {
+    const base = raw.files?.get(basePath) ?? '';
+    const text = renderCorefile(base, {
+      localIps,
+      port: 53,
+      clusterDns,
+      kubeDns: parseKubeDnsConfig(raw.data),
+      resolvFile,
+    });
+    if (text.includes(PLACEHOLDER.clusterDns))
+      throw new ConfigError(
+        'Corefile',
+        `${PLACEHOLDER.clusterDns} is used but ${serviceVar} is not set (-upstreamsvc ${values.upstreamsvc}: the kubelet sets it for a Service that exists when the Pod starts)`,
+      );
+    return { text, plan: planNodeLocal(parseCorefile(text, basePath), basePath) };
+  };
+  const writeRendered = async (text: string) => {
+    if (text === lastText || values.conf === '') return;
+    lastText = text;
+    await writeFile(values.conf, text).catch((error: unknown) =>
+      log.warn('could not write the filled-in Corefile (it is only for reading)', { path: values.conf, err: error }),
+    );
+  };
+
+  const initial = await readConfigSources(kubeDnsDir, resolvFile, [basePath]);
+  const { plan, text } = planOf(initial);
+  await writeRendered(text);
+
+  const firewall =
+    values.firewall === 'auto' ? await detectFirewall(deps.run, localIps[0]?.includes(':') ?? false) : values.firewall;
+  const plumbing = new NodePlumbing(
+    {
+      localIps,
+      port: plan.port,
+      healthPort: values['health-port'],
+      interfaceName: values.interfacename,
+      interfaceType: values['interface-type'],
+      setupInterface: values.setupinterface,
+      setupRules: values.setupiptables,
+      firewall,
+    },
+    deps.run,
+    log,
+  );
+  const setupErrors = new Map<SetupErrorType, number>(SETUP_ERRORS.map((t) => [t, 0]));
+  const count = (errors: readonly SetupErrorType[]) => {
+    for (const e of errors) setupErrors.set(e, (setupErrors.get(e) ?? 0) + 1);
+  };
+
+  const options: ForwarderOptions = {
+    rules: [],
+    listenAddresses: plan.listenAddresses,
+    port: plan.port,
+    resolvFile,
+    cacheSize: values['cache-size'] || Math.max(plan.cacheSize, 1),
+    negativeCache: true,
+    negTtlSeconds: 0,
+    minCacheTtlSeconds: 0,
+    maxCacheTtlSeconds: 0,
+    // CoreDNS's forward has no limit by default; this one only sheds a flood.
+    forwardMax: plan.forwardMax ?? 2000,
+    loopDetect: plan.loopDetect,
+    randomCase: false,
+    logQueries: plan.logQueries,
+    configDir: kubeDnsDir,
+    // node-cache re-reads both ConfigMaps every 10 s (DefaultConfigSyncPeriod).
+    configPollMs: 10_000,
+    upstreamTimeoutMs: 2_000,
+    forwardDeadlineMs: 5_000,
+    maxTcpConnections: 5000,
+    maxTcpConnectionsPerClient: 100,
+    tcpIdleTimeoutMs: 30_000,
+    ednsPacketMax: 1232,
+    metricsPort: plan.metrics?.port ?? 0,
+    metricsAddress: plan.metrics?.host ?? '127.0.0.1',
+    soaCheckMs: 5_000,
+    // CoreDNS serves nothing stale unless told (serve_stale).
+    maxStaleSeconds: 0,
+    staleServerRoutes: false,
+    prefetchHits: plan.prefetchHits ?? 0,
+    lameduckMs: plan.lameduckMs ?? values.lameduck,
+  };
+
+  const closers = new CloseStack();
+  let forwarder: Forwarder | undefined;
+  try {
+    count((await plumbing.ensureInterface()).errors);
+    forwarder = createForwarder(options, {
+      log,
+      config: {
+        files: [basePath],
+        routesFrom: (raw) => {
+          const next = planOf(raw);
+          const fixed = (p: NodeLocalPlan) =>
+            JSON.stringify([p.listenAddresses, p.port, p.metrics, p.health, p.cacheSize]);
+          if (fixed(next.plan) !== fixed(plan))
+            log.warn(
+              'the Corefile changed its binds, port, prometheus, health or cache sizes: those apply at the next restart',
+            );
+          void writeRendered(next.text);
+          return sourcesOf(next.plan, raw, resolvFile);
+        },
+      },
+    });
+    const running = forwarder;
+    const started = await running.start();
+
+    let healthPort: number | undefined;
+    if (plan.health) {
+      const health = await listenHttp(
+        plan.health.host,
+        plan.health.port,
+        { '/health': () => ({ status: 200, body: 'OK' }) },
+        { flags: 'the Corefile’s health' },
+      );
+      healthPort = health.port;
+      closers.push('health', () => health.close());
+    }
+    const registry = new Registry();
+    labelledFrom(
+      registry,
+      'coredns_nodecache_setup_errors_total',
+      'Errors setting up the node’s interface and rules, by type (node-cache’s metric).',
+      ['errortype'],
+      () => [...setupErrors].map(([errortype, n]): [Record<string, string>, number] => [{ errortype }, n]),
+    );
+    const setupAddress = values['metrics-listen-address'];
+    const setupMetrics = await listenHttp(
+      setupAddress.host,
+      setupAddress.port,
+      { '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }) },
+      { flags: '-metrics-listen-address' },
+    );
+    closers.push('setup metrics', () => setupMetrics.close());
+
+    count((await plumbing.ensureRules()).errors);
+    const tick = setInterval(() => {
+      void plumbing.sync().then((report) => count(report.errors));
+    }, values.syncinterval);
+    tick.unref();
+    if (values.pidfile !== '') {
+      await writeFile(values.pidfile, `${process.pid}\n`);
+      const pidfile = values.pidfile;
+      closers.push('pidfile', () => rm(pidfile, { force: true }));
+    }
+    log.info('node cache ready', {
+      localIps,
+      firewall,
+      interface: values.setupinterface ? values.interfacename : undefined,
+      syncIntervalMs: values.syncinterval,
+    });
+    const ports = {
+      dns: started.port,
+      metrics: started.metricsPort,
+      health: healthPort,
+      setupMetrics: setupMetrics.port,
+    };
+    return {
+      forwarder: running,
+      plumbing,
+      ports,
+      async shutdown() {
+        // The forwarder's lameduck and drain first, health still answering; the rules go only
+        // once nothing answers.
+        clearInterval(tick);
+        await running.shutdown();
+        await closers.close(log);
+        if (values.skipteardown) log.info('leaving the interface and rules in place (-skipteardown)');
+        else await plumbing.teardown();
+      },
+    };
+  } catch (error) {
+    await closers.close(log);
+    await forwarder?.shutdown().catch(() => undefined);
+    if (!values.skipteardown) await plumbing.teardown();
+    throw error;
+  }
+}

@@ -1,0 +1,261 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createNetns,
+  hasCommand,
+  type LaunchedProcess,
+  launchProcess,
+  linkNetns,
+  type Netns,
+  netnsUnavailable,
+} from '@cluster-dns/testkit';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// Node-local mode in network namespaces made here: a "kube-dns Pod" (testkit's API server, the
+// record-builder, the Pod's forwarder), a "node" running the node cache on 169.254.20.10 and the
+// kube-dns IP, and a "pod" behind a veth whose resolv.conf names 169.254.20.10. The node's link
+// is a bridge: this kernel has no `dummy` (see ../shared/reference/node-local.md); production
+// keeps the default, dummy.
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const script = (pkg: string, file = 'main.js') => `${root}/packages/${pkg}/dist/${file}`;
+const NODE_CACHE = script('forwarder', 'node-cache-main.js');
+const LOCAL_IP = '169.254.20.10';
+const KUBE_DNS_IP = '10.96.0.10';
+const unavailable = netnsUnavailable();
+if (unavailable) console.warn(`skipping the node-local tests: ${unavailable}`);
+
+const firewalls = (
+  [
+    ['nft', hasCommand('nft')],
+    ['iptables-legacy', hasCommand('iptables-legacy')],
+    ['iptables', hasCommand('iptables')],
+  ] as const
+).filter(([name, present]) => {
+  if (!present)
+    console.warn(`skipping node-local mode with ${name}: not installed (apt-get install -y nftables iptables)`);
+  return present;
+});
+
+/** The Corefile of manifests/node-local's ConfigMap: what operators apply. */
+function manifestCorefile(): string {
+  const docs = loadAllYaml(readFileSync(`${root}/manifests/node-local/configmap.yaml`, 'utf8')) as Array<{
+    data: { Corefile: string };
+  }>;
+  return (docs[0] as { data: { Corefile: string } }).data.Corefile;
+}
+
+/** Our rules as the node shows them: nft's table, or iptables-save's lines with our comment. */
+async function rulesOf(node: Netns, firewall: string): Promise<string[]> {
+  if (firewall === 'nft') {
+    const listed = await node.run('nft', ['list', 'ruleset']);
+    let chain = '';
+    const out: string[] = [];
+    for (const line of listed.split('\n').map((l) => l.trim())) {
+      if (line.startsWith('chain ')) chain = line;
+      else if (/ (notrack|accept)$/.test(line)) out.push(`${chain} ${line}`);
+    }
+    return out;
+  }
+  const saved = await node.run(`${firewall}-save`, []);
+  return saved.split('\n').filter((l) => l.includes('cluster-dns node-local'));
+}
+
+/** An HTTP GET from inside a namespace, with Node's fetch. */
+const httpGet = (ns: Netns, url: string) =>
+  ns.run(process.execPath, [
+    '-e',
+    `fetch(${JSON.stringify(url)}).then((r) => r.text()).then((t) => process.stdout.write(t))`,
+  ]);
+
+describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
+  'node-local mode, in network namespaces',
+  () => {
+    let dnsPod: Netns;
+    const procs: LaunchedProcess[] = [];
+    let dir: string;
+    let podForwarderMetrics = 0;
+    /** The kube-dns Pod's forwarder: requests it took over one transport. */
+    const podForwarderRequests = async (proto: 'tcp' | 'udp') => {
+      const text = await httpGet(dnsPod, `http://127.0.0.1:${podForwarderMetrics}/metrics`);
+      let sum = 0;
+      for (const line of text.split('\n'))
+        if (line.startsWith('coredns_dns_requests_total{') && line.includes(`proto="${proto}"`))
+          sum += Number(line.split(' ').at(-1));
+      return sum;
+    };
+
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'node-local-'));
+      dnsPod = createNetns();
+      const kubeconfig = join(dir, 'kubeconfig');
+      const api = await launchProcess({
+        prefix: dnsPod.prefix,
+        script: script('testkit', 'cli.js'),
+        args: [`--manifests=${root}/manifests/demo`, `--kubeconfig=${kubeconfig}`],
+      });
+      procs.push(api);
+      const upstream = await launchProcess({
+        prefix: dnsPod.prefix,
+        script: script('testkit', 'upstream-cli.js'),
+        args: ['--host=127.0.0.1', '--port=5300', '--records={"www.example.org.":[{"type":1,"address":"192.0.2.80"}]}'],
+      });
+      procs.push(upstream);
+      const rb = await launchProcess({
+        prefix: dnsPod.prefix,
+        script: script('record-builder'),
+        args: [
+          `--kubecfg-file=${kubeconfig}`,
+          '--dns-bind-address=127.0.0.1',
+          '--dns-port=10053',
+          '--healthz-port=0',
+          '--metrics-port=0',
+          '--lameduck=0s',
+          '--notify=127.0.0.1:53',
+        ],
+      });
+      procs.push(rb);
+      const fw = await launchProcess({
+        prefix: dnsPod.prefix,
+        script: script('forwarder'),
+        args: [
+          '--no-resolv',
+          '--server=/cluster.local/127.0.0.1#10053',
+          '--server=/in-addr.arpa/127.0.0.1#10053',
+          '--server=/ip6.arpa/127.0.0.1#10053',
+          '--server=127.0.0.1#5300',
+          '--lameduck=0s',
+          '--metrics-port=0',
+        ],
+      });
+      procs.push(fw);
+      podForwarderMetrics = fw.ready.metricsPort as number;
+    });
+
+    afterAll(async () => {
+      for (const p of procs.reverse()) await p.stop('SIGKILL');
+      dnsPod?.close();
+    });
+
+    describe.each(firewalls.map(([name]) => [name]))('with %s', (firewall) => {
+      let node: Netns;
+      let pod: Netns;
+      const started: LaunchedProcess[] = [];
+      const startCache = async (extra: string[] = []) => {
+        const base = join(dir, 'Corefile.base');
+        writeFileSync(base, manifestCorefile());
+        writeFileSync(join(dir, `resolv-${firewall}.conf`), 'nameserver 192.0.2.53\n');
+        const cache = await launchProcess({
+          prefix: node.prefix,
+          script: NODE_CACHE,
+          readyMsg: 'node cache ready',
+          env: { KUBE_DNS_UPSTREAM_SERVICE_HOST: '192.0.2.53' },
+          // The DaemonSet's args, plus what a test needs: the stand-in link, the firewall, a 1 s sync.
+          args: [
+            '-localip',
+            `${LOCAL_IP},${KUBE_DNS_IP}`,
+            '-conf',
+            join(dir, `Corefile-${firewall}`),
+            '-upstreamsvc',
+            'kube-dns-upstream',
+            '-pidfile',
+            join(dir, `node-cache-${firewall}.pid`),
+            `-basecorefile=${base}`,
+            `-resolv-file=${join(dir, `resolv-${firewall}.conf`)}`,
+            '-interface-type=bridge',
+            `-firewall=${firewall}`,
+            '-syncinterval=1',
+            '-metrics-listen-address=127.0.0.1:9353',
+            '-v=4',
+            ...extra,
+          ],
+        });
+        started.push(cache);
+        return cache;
+      };
+      const ask = async (name: string, transport = '+notcp') =>
+        (await pod.run('dig', [`@${LOCAL_IP}`, '+short', '+tries=1', '+time=2', transport, name])).trim();
+
+      beforeAll(async () => {
+        node = createNetns();
+        pod = createNetns();
+        linkNetns(node, '192.0.2.1/24', dnsPod, '192.0.2.53/24');
+        linkNetns(pod, '10.1.0.2/24', node, '10.1.0.1/24');
+        await pod.run('ip', ['route', 'add', `${LOCAL_IP}/32`, 'via', '10.1.0.1']);
+        pod.writeResolvConf(
+          `nameserver ${LOCAL_IP}\nsearch default.svc.cluster.local svc.cluster.local cluster.local\n`,
+        );
+      });
+
+      afterAll(async () => {
+        for (const p of started) await p.stop('SIGKILL');
+        pod?.close();
+        node?.close();
+      });
+
+      it('puts the IPs on the link and its rules in place once each, still once after 3 syncs', async () => {
+        const cache = await startCache();
+        const link = await node.run('ip', ['-o', 'addr', 'show', 'dev', 'nodelocaldns']);
+        expect(link).toContain(`inet ${LOCAL_IP}/32`);
+        expect(link).toContain(`inet ${KUBE_DNS_IP}/32`);
+        const rules = await rulesOf(node, firewall);
+        // node-cache's 12 per IP: NOTRACK and ACCEPT for DNS both ways, NOTRACK for the health port.
+        expect(rules).toHaveLength(24);
+        expect(new Set(rules).size).toBe(24);
+        let checks = 0;
+        await cache.waitForLog((l) => l.msg === 'node setup checked' && ++checks >= 3, 15_000, '3 syncs');
+        expect(await rulesOf(node, firewall)).toEqual(rules);
+        expect(cache.logs.some((l) => l.msg === 'repaired the node’s setup')).toBe(false);
+      });
+
+      it('answers a pod through 169.254.20.10: cluster names over UDP and TCP, outside names, search paths', async () => {
+        const tcpBefore = await podForwarderRequests('tcp');
+        const udpBefore = await podForwarderRequests('udp');
+        expect(await ask('kubernetes.default.svc.cluster.local')).toBe('10.96.0.1');
+        // The Corefile's force_tcp: the cluster zone reaches the kube-dns Pod over TCP only.
+        expect(await podForwarderRequests('tcp')).toBe(tcpBefore + 1);
+        expect(await podForwarderRequests('udp')).toBe(udpBefore);
+        expect(await ask('kubernetes.default.svc.cluster.local', '+tcp')).toBe('10.96.0.1');
+        expect(await ask('www.example.org')).toBe('192.0.2.80');
+        // glibc, with the Pod's search path, as an application asks.
+        expect((await pod.run('getent', ['hosts', 'kubernetes.default'])).trim()).toMatch(/^10\.96\.0\.1\s/);
+        // The health plugin's address, where the DaemonSet's liveness probe asks.
+        expect(await httpGet(pod, `http://${LOCAL_IP}:8080/health`)).toBe('OK');
+      });
+
+      it('after a SIGKILL leaves the link and rules, the next start repairs them without a duplicate', async () => {
+        const previous = started.at(-1) as LaunchedProcess;
+        const killedAt = performance.now();
+        await previous.stop('SIGKILL');
+        expect(await rulesOf(node, firewall)).toHaveLength(24);
+        const cache = await startCache();
+        const answered = await ask('kubernetes.default.svc.cluster.local');
+        const gapMs = performance.now() - killedAt;
+        expect(answered).toBe('10.96.0.1');
+        console.log(`node-local (${firewall}): DNS back ${gapMs.toFixed(0)} ms after the SIGKILL (a restart at once)`);
+        const rules = await rulesOf(node, firewall);
+        expect(rules).toHaveLength(24);
+        expect(new Set(rules).size).toBe(24);
+        expect(cache.logs.some((l) => l.msg === 'added interface')).toBe(false);
+      });
+
+      it('removes the link and every rule on SIGTERM, and keeps them with -skipteardown', async () => {
+        const previous = started.at(-1) as LaunchedProcess;
+        expect(await previous.stop('SIGTERM')).toBe(0);
+        expect(await rulesOf(node, firewall)).toEqual([]);
+        await expect(node.run('ip', ['link', 'show', 'dev', 'nodelocaldns'])).rejects.toThrow();
+        const kept = await startCache(['-skipteardown']);
+        expect(await kept.stop('SIGTERM')).toBe(0);
+        expect(await rulesOf(node, firewall)).toHaveLength(24);
+        // Tidy for the next firewall's run: a start and a plain stop remove them.
+        const last = await startCache();
+        expect(await last.stop('SIGTERM')).toBe(0);
+        expect(await rulesOf(node, firewall)).toEqual([]);
+      });
+    });
+  },
+);
