@@ -65,6 +65,15 @@ async function rulesOf(node: Netns, firewall: string): Promise<string[]> {
   return saved.split('\n').filter((l) => l.includes('cluster-dns node-local'));
 }
 
+/** The value of an unlabelled series in Prometheus text. */
+const metricValue = (text: string, name: string) =>
+  Number(
+    text
+      .split('\n')
+      .find((l) => l.startsWith(`${name} `))
+      ?.split(' ')[1] ?? Number.NaN,
+  );
+
 /** An HTTP GET from inside a namespace, with Node's fetch. */
 const httpGet = (ns: Netns, url: string) =>
   ns.run(process.execPath, [
@@ -219,6 +228,14 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         // The Corefile's force_tcp: the cluster zone reaches the kube-dns Pod over TCP only.
         expect(await podForwarderRequests('tcp')).toBe(tcpBefore + 1);
         expect(await podForwarderRequests('udp')).toBe(udpBefore);
+        // On one kept connection: ten more misses, and still one connection opened, held open.
+        for (let i = 0; i < 10; i++) expect(await ask(`missing-${i}.default.svc.cluster.local`)).toBe('');
+        expect(await podForwarderRequests('tcp')).toBe(tcpBefore + 11);
+        const nodeMetrics = await httpGet(pod, `http://${LOCAL_IP}:9253/metrics`);
+        expect(metricValue(nodeMetrics, 'clusterdns_forwarder_upstream_tcp_connections_opened_total')).toBe(1);
+        expect(metricValue(nodeMetrics, 'clusterdns_forwarder_upstream_tcp_connections')).toBe(1);
+        const podMetrics = await httpGet(dnsPod, `http://127.0.0.1:${podForwarderMetrics}/metrics`);
+        expect(metricValue(podMetrics, 'clusterdns_forwarder_tcp_connections')).toBe(1);
         expect(await ask('kubernetes.default.svc.cluster.local', '+tcp')).toBe('10.96.0.1');
         expect(await ask('www.example.org')).toBe('192.0.2.80');
         // glibc, with the Pod's search path, as an application asks.

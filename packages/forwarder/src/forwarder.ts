@@ -2,6 +2,7 @@ import { CloseStack, FlagError, type Logger, listenHttp, sleep } from '@cluster-
 import {
   chainStages,
   createQueryPipeline,
+  createUpstreamTcp,
   createUpstreamUdp,
   type DnsListener,
   listenDns,
@@ -79,6 +80,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason }),
   );
   const upstreamUdp = createUpstreamUdp();
+  // force_tcp routes (node-local mode): kept, pipelined connections, closed after 10 s idle as
+  // CoreDNS's forward does, before the 30 s after which our own Pod side closes them.
+  const upstreamTcp = createUpstreamTcp({ idleTimeoutMs: 10_000 });
 
   const config = createConfigReloader({
     read: () => readConfigSources(options.configDir, options.resolvFile, deps.config?.files),
@@ -100,6 +104,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     forwardMax: options.forwardMax,
     forward: {
       exchangeUdp: upstreamUdp.exchange,
+      exchangeTcp: upstreamTcp.exchange,
       timeoutMs: options.upstreamTimeoutMs,
       deadlineMs: options.forwardDeadlineMs,
       stats: upstreams,
@@ -154,6 +159,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     zones: zoneSync,
     loopDisabled: () => disabled.size,
     reloadFailures: () => config.failures,
+    upstreamTcp: () => ({ open: upstreamTcp.connections(), opened: upstreamTcp.opened }),
     tcp: () => {
       const refused = { limit: 0, perClient: 0 };
       let open = 0;
@@ -259,6 +265,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       await closers.close(log);
       await Promise.race([forward.settled(), sleep(options.forwardDeadlineMs)]);
       upstreamUdp.close();
+      upstreamTcp.close();
     },
   };
 }

@@ -27,6 +27,8 @@ export interface ForwarderMetricSources {
   queries: ServerQueryCounts;
   /** Client TCP connections open now, and those closed at once at a cap, over every listener. */
   tcp(): { open: number; refused: TcpRefusals };
+  /** Kept TCP connections to upstreams (`force_tcp` routes): open now, and opened in all. */
+  upstreamTcp(): { open: number; opened: number };
 }
 
 /**
@@ -176,6 +178,21 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   gaugeFrom(registry, 'clusterdns_forwarder_tcp_connections', 'Client TCP connections open now.', [], () => [
     [{}, sources.tcp().open],
   ]);
+  // Our side of the same: a node cache's kept connections to the cluster's DNS. Opened growing
+  // with the queries, not staying near the open count, means connections are not being kept.
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_upstream_tcp_connections',
+    'Kept TCP connections to upstreams (force_tcp routes) open now.',
+    [],
+    () => [[{}, sources.upstreamTcp().open]],
+  );
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_upstream_tcp_connections_opened_total',
+    'Kept TCP connections to upstreams opened (force_tcp routes).',
+    () => sources.upstreamTcp().opened,
+  );
   labelledFrom(
     registry,
     'clusterdns_forwarder_tcp_connections_refused_total',

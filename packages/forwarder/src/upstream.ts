@@ -41,7 +41,7 @@ export interface UpstreamQuestion {
 export interface ForwardOptions {
   /** Sends one UDP query (wire's createUpstreamUdp: a socket of its own per query). */
   exchangeUdp: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
-  /** Sends one query over TCP, for routes that force it; a new connection per query when unset. */
+  /** Sends one query over TCP for routes that force it (wire's createUpstreamTcp: kept connections); a new connection per query when unset. */
   exchangeTcp?: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
   timeoutMs: number;
   deadlineMs: number;
@@ -139,7 +139,8 @@ export async function forwardQuery(
   let fallback: Buffer | undefined;
   let lastError: unknown;
   const { stats } = options;
-  const viaTcp = options.exchangeTcp ?? ((s, m, o) => exchangeRaw(s, m, { ...o, transport: 'tcp' }));
+  const oneShotTcp: ForwardOptions['exchangeUdp'] = (s, m, o) => exchangeRaw(s, m, { ...o, transport: 'tcp' });
+  const viaTcp = options.exchangeTcp ?? oneShotTcp;
   for (const server of servers) {
     const id = serverText(server);
     if (options.disabled.has(id)) continue;
@@ -156,8 +157,9 @@ export async function forwardQuery(
       let reply = forceTcp
         ? await viaTcp(server, buildUpstreamQuery(q), first)
         : await askUdp(server, id, q, options, first, deadline);
+      // A truncated UDP answer is asked again on a connection of its own (RFC 7766 §6.2.1: rare).
       if (!forceTcp && (reply.readUInt16BE(2) & FLAG.TC) !== 0) {
-        reply = await viaTcp(server, buildUpstreamQuery(q), {
+        reply = await oneShotTcp(server, buildUpstreamQuery(q), {
           timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
           onRejected,
         });

@@ -20,7 +20,7 @@ export const ERROR_CODES = {
   ADDRESS_INVALID: 'text that is not an IP address where one is needed',
   DNS_TIMEOUT: 'no valid reply from a DNS server within the time allowed',
   DNS_CONNECTION_CLOSED: 'a DNS server closed the TCP connection before replying',
-  UDP_POOL_CLOSED: 'a query sent after the upstream socket pool was closed',
+  UDP_POOL_CLOSED: 'a query sent after an upstream socket pool (UDP, or kept TCP connections) was closed',
   ZONE_TRANSFER_FAILED: 'an IXFR or AXFR reply was refused or not a zone transfer',
   // Processes.
   UPSTREAMS_FAILED: 'no upstream of a route answered',

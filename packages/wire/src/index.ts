@@ -130,6 +130,7 @@ export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse 
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply } from './truncate.js';
+export { createUpstreamTcp, type UpstreamTcp, type UpstreamTcpOptions } from './upstream-tcp.js';
 export { createUpstreamUdp, type UpstreamUdp } from './upstream-udp.js';
 export {
   buildIxfrQuery,
