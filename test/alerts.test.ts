@@ -100,4 +100,20 @@ describe.skipIf(!kubectl)('kustomize', () => {
     expect(objects.every((o) => o.metadata.namespace === 'kube-system')).toBe(true);
     expect(run.stderr).toBe('');
   });
+
+  it('the node-local handover overlay surges one Pod per node and declares no host ports', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests/overlays/node-local-handover`]);
+    expect(run.status, run.stderr).toBe(0);
+    type DaemonSet = {
+      kind: string;
+      spec: {
+        updateStrategy: { rollingUpdate: unknown };
+        template: { spec: { hostNetwork: boolean; containers: Array<{ ports?: unknown }> } };
+      };
+    };
+    const daemonSet = (loadAllYaml(run.stdout) as DaemonSet[]).find((o) => o.kind === 'DaemonSet');
+    expect(daemonSet?.spec.updateStrategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
+    expect(daemonSet?.spec.template.spec.containers[0]?.ports).toBeUndefined();
+    expect(daemonSet?.spec.template.spec.hostNetwork).toBe(true);
+  });
 });

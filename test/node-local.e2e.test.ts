@@ -11,6 +11,7 @@ import {
   linkNetns,
   type Netns,
   netnsUnavailable,
+  node22Binary,
 } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +30,9 @@ const KUBE_DNS_IP = '10.96.0.10';
 const unavailable = netnsUnavailable();
 if (unavailable) console.warn(`skipping the node-local tests: ${unavailable}`);
 
+const STEADY = `${root}/test/support/steady-queries.mjs`;
+const node22 = node22Binary();
+if ('unavailable' in node22) console.warn(`skipping the node-local handover test: ${node22.unavailable}`);
 const firewalls = (
   [
     ['nft', hasCommand('nft')],
@@ -154,7 +158,7 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
       let node: Netns;
       let pod: Netns;
       const started: LaunchedProcess[] = [];
-      const startCache = async (extra: string[] = []) => {
+      const startCache = async (extra: string[] = [], nodeBinary?: string) => {
         const base = join(dir, 'Corefile.base');
         writeFileSync(base, manifestCorefile());
         writeFileSync(join(dir, `resolv-${firewall}.conf`), 'nameserver 192.0.2.53\n');
@@ -162,6 +166,7 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
           prefix: node.prefix,
           script: NODE_CACHE,
           readyMsg: 'node cache ready',
+          ...(nodeBinary ? { nodeBinary } : {}),
           env: { KUBE_DNS_UPSTREAM_SERVICE_HOST: '192.0.2.53' },
           // The DaemonSet's args, plus what a test needs: the stand-in link, the firewall, a 1 s sync.
           args: [
@@ -259,6 +264,49 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(new Set(rules).size).toBe(24);
         expect(cache.logs.some((l) => l.msg === 'added interface')).toBe(false);
       });
+
+      // Once, with the first firewall: the handover does not depend on where the rules live.
+      if (firewall === firewalls[0]?.[0])
+        it.skipIf('unavailable' in node22)(
+          'hands over to a new instance with SO_REUSEPORT under 2,000 QPS: none lost, the rules left to it',
+          async () => {
+            const binary = (node22 as { path: string }).path;
+            await started.at(-1)?.stop('SIGTERM');
+            const old = await startCache(['-lameduck=1s'], binary);
+            expect(old.logs.find((l) => l.msg === 'ready')?.reusePort).toBe(true);
+            const load = pod.run(
+              process.execPath,
+              [
+                STEADY,
+                JSON.stringify({
+                  host: LOCAL_IP,
+                  rate: 2000,
+                  durationMs: 6000,
+                  names: ['kubernetes.default.svc.cluster.local', 'www.example.org', 'pg.data.svc.cluster.local'],
+                }),
+              ],
+              { timeoutMs: 30_000 },
+            );
+            // The rolling update: the new Pod starts beside the old (maxSurge), then the old one stops.
+            const fresh = await startCache(['-lameduck=1s'], binary);
+            expect(await old.stop('SIGTERM')).toBe(0);
+            const counts = JSON.parse(await load) as { sent: number; firstTry: number; onRetry: number; lost: number };
+            console.log(`node-local handover at 2,000 QPS: ${JSON.stringify(counts)}`);
+            expect(counts.sent).toBeGreaterThan(10_000);
+            expect(counts.lost).toBe(0);
+            expect(counts.firstTry + counts.onRetry).toBe(counts.sent);
+            expect(old.logs.some((l) => String(l.msg).startsWith('another instance serves the local IPs'))).toBe(true);
+            expect(await rulesOf(node, firewall)).toHaveLength(24);
+            expect(fresh.logs.some((l) => l.msg === 'added interface')).toBe(false);
+            // The new one answered the load once the old one left (only it serves :9253 now).
+            const served = (await httpGet(pod, `http://${LOCAL_IP}:9253/metrics`))
+              .split('\n')
+              .filter((l) => l.startsWith('coredns_dns_requests_total{'))
+              .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+            expect(served).toBeGreaterThan(100);
+          },
+          60_000,
+        );
 
       it('removes the link and every rule on SIGTERM, and keeps them with -skipteardown', async () => {
         const previous = started.at(-1) as LaunchedProcess;

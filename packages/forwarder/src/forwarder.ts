@@ -219,6 +219,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
           maxTcpConnections: options.maxTcpConnections,
           maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+          reusePort: options.reusePort,
           onHandlerError: (error) => log.debug('send failed', { err: error }),
         });
         listeners.push(listener);
@@ -239,7 +240,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         {
           '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }),
         },
-        { flags: '--metrics-address, --metrics-port' },
+        { flags: '--metrics-address, --metrics-port', reusePort: options.reusePort },
       );
       closers.push('metrics', () => metricsHttp.close());
       if (options.loopDetect) await loops.check(config.routes().servers());
@@ -248,6 +249,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         port,
         metricsPort: metricsHttp.port,
         addresses: options.listenAddresses,
+        reusePort: options.reusePort,
         cacheSize: options.cacheSize,
         udpReceiveBufferBytes: listeners[0]?.udpReceiveBufferBytes() ?? 0,
         routes: config.routes().describe(),

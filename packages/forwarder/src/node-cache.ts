@@ -9,6 +9,7 @@ import {
   listenHttp,
   parseKubeDnsConfig,
 } from '@cluster-dns/runtime';
+import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import type { RawConfig } from './config-source.js';
 import { readConfigSources } from './config-source.js';
@@ -161,9 +162,16 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     staleServerRoutes: false,
     prefetchHits: plan.prefetchHits ?? 0,
     lameduckMs: plan.lameduckMs ?? values.lameduck,
+    // A new instance binds beside this one and takes over with no gap (see shutdown below).
+    reusePort: reusePortSupported(),
   };
 
   const closers = new CloseStack();
+  // Ours are closed by then: a bind that fails means a newer instance took over (SO_REUSEPORT).
+  const anotherServes = async () => {
+    for (const ip of plan.listenAddresses) if (await udpPortInUse(ip, plan.port)) return true;
+    return false;
+  };
   let forwarder: Forwarder | undefined;
   try {
     count((await plumbing.ensureInterface()).errors);
@@ -193,7 +201,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
         plan.health.host,
         plan.health.port,
         { '/health': () => ({ status: 200, body: 'OK' }) },
-        { flags: 'the Corefile’s health' },
+        { flags: 'the Corefile’s health', reusePort: options.reusePort },
       );
       healthPort = health.port;
       closers.push('health', () => health.close());
@@ -211,7 +219,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
       setupAddress.host,
       setupAddress.port,
       { '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }) },
-      { flags: '-metrics-listen-address' },
+      { flags: '-metrics-listen-address', reusePort: options.reusePort },
     );
     closers.push('setup metrics', () => setupMetrics.close());
 
@@ -248,13 +256,16 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
         await running.shutdown();
         await closers.close(log);
         if (values.skipteardown) log.info('leaving the interface and rules in place (-skipteardown)');
+        else if (await anotherServes())
+          log.info('another instance serves the local IPs: leaving the interface and rules to it');
         else await plumbing.teardown();
       },
     };
   } catch (error) {
     await closers.close(log);
     await forwarder?.shutdown().catch(() => undefined);
-    if (!values.skipteardown) await plumbing.teardown();
+    // A start that failed (its port held by an instance without SO_REUSEPORT) leaves that one's setup.
+    if (!values.skipteardown && !(await anotherServes())) await plumbing.teardown();
     throw error;
   }
 }

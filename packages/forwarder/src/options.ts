@@ -146,6 +146,8 @@ export interface ForwarderOptions {
   readonly staleServerRoutes: boolean;
   readonly prefetchHits: number;
   readonly lameduckMs: number;
+  /** Bind with SO_REUSEPORT, so a new instance can take over without a gap (node-local mode). */
+  readonly reusePort: boolean;
 }
 
 export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): ForwarderOptions {
@@ -188,6 +190,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     staleServerRoutes: values['stale-server-routes'],
     prefetchHits: values['prefetch-hits'],
     lameduckMs: values.lameduck,
+    reusePort: false,
   });
 }
 

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { bindHint, bindReason, bindTarget, ClusterDnsError } from '@cluster-dns/wire';
 import express, { type Express, type Request } from 'express';
@@ -67,7 +68,8 @@ export async function listenHttp(
   host: string,
   port: number,
   handler: Express | Record<string, HttpRoute>,
-  options: { flags?: string } = {},
+  /** `reusePort`: SO_REUSEPORT (Node 22.12+), for an instance that takes over from another on the same port. */
+  options: { flags?: string; reusePort?: boolean } = {},
 ): Promise<HttpListener> {
   const app = typeof handler === 'function' ? handler : routesApp(handler);
   // Not app.listen: express 5 calls its callback on a bind error too, as if it had listened.
@@ -75,7 +77,7 @@ export async function listenHttp(
   await new Promise<void>((resolve, reject) => {
     const failed = (error: Error) => reject(new HttpBindError(`${host}:${port}`, error, options.flags));
     server.once('error', failed);
-    server.listen(port, host, () => {
+    server.listen({ port, host, ...(options.reusePort ? { reusePort: true } : {}) } as net.ListenOptions, () => {
       server.off('error', failed);
       resolve();
     });

@@ -12,6 +12,8 @@ export interface LaunchOptions {
   script: string;
   /** A command to run node under, such as a namespace's `ip netns exec <name>`. */
   prefix?: readonly string[];
+  /** The node binary to run (default: this one); node22Binary() gives one with SO_REUSEPORT. */
+  nodeBinary?: string;
   /** Arguments for node itself, before the script (`--cpu-prof`, which NODE_OPTIONS refuses). */
   nodeArgs?: readonly string[];
   args?: readonly string[];
@@ -51,7 +53,7 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
   const readyTimeout = new Error(`${options.script} did not log ${options.readyMsg ?? 'ready'} in time`);
   const [command, ...argv] = [
     ...(options.prefix ?? []),
-    process.execPath,
+    options.nodeBinary ?? process.execPath,
     ...(options.nodeArgs ?? []),
     options.script,
     ...(options.args ?? []),

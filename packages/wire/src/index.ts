@@ -64,7 +64,9 @@ export {
   type QueryContext,
   type RawHandler,
   type Reply,
+  reusePortSupported,
   type TcpRefusals,
+  udpPortInUse,
 } from './listener.js';
 export {
   buildQueryMessage,

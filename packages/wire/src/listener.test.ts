@@ -4,7 +4,13 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exchangeRaw, queryDns } from './client.js';
 import { QTYPE, RCODE } from './constants.js';
-import { DEFAULT_UDP_RECEIVE_BUFFER_BYTES, type DnsListener, listenDns } from './listener.js';
+import {
+  DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
+  type DnsListener,
+  listenDns,
+  reusePortSupported,
+  udpPortInUse,
+} from './listener.js';
 import { encodeMessage } from './message.js';
 import { parseQuery } from './query.js';
 import { buildBareResponse, buildHeaderOnlyResponse } from './response.js';
@@ -204,5 +210,31 @@ describe('listenDns and the client', () => {
     });
     open.push(small);
     expect(small.udpReceiveBufferBytes()).toBe(2 * Math.min(65536, rmemMax));
+  });
+});
+
+describe('SO_REUSEPORT', () => {
+  it('knows which Node versions have reusePort', () => {
+    expect(reusePortSupported('20.19.0')).toBe(false);
+    expect(reusePortSupported('22.11.0')).toBe(false);
+    expect(reusePortSupported('22.12.0')).toBe(true);
+    expect(reusePortSupported('23.0.0')).toBe(false);
+    expect(reusePortSupported('23.1.0')).toBe(true);
+    expect(reusePortSupported('24.0.0')).toBe(true);
+  });
+
+  it.skipIf(reusePortSupported())('refuses reusePort on a Node without it, naming the version', async () => {
+    await expect(
+      listenDns({ host: '127.0.0.1', port: 0, handler: () => undefined, reusePort: true, flags: '--port' }),
+    ).rejects.toThrow(/SO_REUSEPORT needs Node 22\.12 or later; this is v/);
+  });
+
+  it('tells whether a UDP port is served, so a handing-over instance leaves its setup to the next', async () => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+    const { port } = socket.address();
+    expect(await udpPortInUse('127.0.0.1', port)).toBe(true);
+    await new Promise<void>((r) => socket.close(() => r()));
+    expect(await udpPortInUse('127.0.0.1', port)).toBe(false);
   });
 });

@@ -35,6 +35,36 @@ export interface ListenDnsOptions {
    * 40 ms at 5k QPS, so a longer pause drops queries before any code sees them.
    */
   udpReceiveBufferBytes?: number;
+  /**
+   * Bind with SO_REUSEPORT (Node 22.12+): another process (a new instance taking over) can bind
+   * the same address and port while this one still serves, and the kernel spreads clients over
+   * both. Without it, a second bind fails with EADDRINUSE.
+   */
+  reusePort?: boolean;
+}
+
+/** Whether this Node can bind with SO_REUSEPORT (`reusePort`: 22.12+ and 23.1+). */
+export function reusePortSupported(version = process.versions.node): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
+}
+
+/**
+ * Whether some process serves UDP on host:port: a plain bind there fails. Node-local mode asks
+ * this before tearing down, so an instance that hands over to a newer one leaves its rules.
+ */
+export function udpPortInUse(host: string, port: number): Promise<boolean> {
+  const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+  return new Promise((resolve) => {
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      socket.close();
+      resolve(error.code === 'EADDRINUSE');
+    });
+    socket.bind({ address: host, port, exclusive: true }, () => {
+      socket.close();
+      resolve(false);
+    });
+  });
 }
 
 export interface TcpRefusals {
@@ -76,15 +106,27 @@ export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 export async function listenDns(options: ListenDnsOptions): Promise<DnsListener> {
   let lastError: unknown;
   for (let attempt = 0; attempt < (options.port === 0 ? BIND_ATTEMPTS : 1); attempt++) {
+    if (options.reusePort && !reusePortSupported())
+      throw new DnsBindError(
+        `${options.host}:${options.port}`,
+        new Error(`SO_REUSEPORT needs Node 22.12 or later; this is ${process.version}`),
+        options.flags,
+      );
+    const reusePort = options.reusePort === true;
     const tcp = net.createServer({ allowHalfOpen: true, noDelay: true });
     try {
-      await listenTcp(tcp, options.host, options.port);
+      await listenTcp(tcp, options.host, options.port, reusePort);
     } catch (error) {
       throw new DnsBindError(`${options.host}:${options.port}/tcp`, error, options.flags);
     }
     const port = (tcp.address() as net.AddressInfo).port;
     const family = net.isIPv6(options.host) ? 6 : 4;
-    const udp = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literalLookup(family) });
+    const udp = dgram.createSocket({
+      type: family === 6 ? 'udp6' : 'udp4',
+      lookup: literalLookup(family),
+      // Node 22.12+; older Node ignores unknown options, which the check above rules out.
+      ...(reusePort ? { reusePort: true } : {}),
+    } as dgram.SocketOptions);
     try {
       await bindUdp(udp, options.host, port);
     } catch (error) {
@@ -116,13 +158,16 @@ export function literalLookup(family: 4 | 6) {
   ) => callback(null, address, family);
 }
 
-function listenTcp(server: net.Server, host: string, port: number): Promise<void> {
+function listenTcp(server: net.Server, host: string, port: number, reusePort: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen({ host, port, exclusive: true }, () => {
-      server.off('error', reject);
-      resolve();
-    });
+    server.listen(
+      { host, port, exclusive: true, ...(reusePort ? { reusePort: true } : {}) } as net.ListenOptions,
+      () => {
+        server.off('error', reject);
+        resolve();
+      },
+    );
   });
 }
 
