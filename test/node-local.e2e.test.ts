@@ -12,6 +12,7 @@ import {
   type Netns,
   netnsUnavailable,
   node22Binary,
+  waitFor,
 } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -128,7 +129,9 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
           '--healthz-port=0',
           '--metrics-port=0',
           '--lameduck=0s',
+          // The Pod's forwarder, then every node cache (here the one node, on its NOTIFY port).
           '--notify=127.0.0.1:53',
+          '--notify=192.0.2.1:9354',
         ],
       });
       procs.push(rb);
@@ -141,6 +144,8 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
           '--server=/in-addr.arpa/127.0.0.1#10053',
           '--server=/ip6.arpa/127.0.0.1#10053',
           '--server=127.0.0.1#5300',
+          // The nodes' network: node caches fetch pushed changes through here.
+          '--transfer-relay-from=192.0.2.0/24',
           '--lameduck=0s',
           '--metrics-port=0',
         ],
@@ -247,6 +252,36 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect((await pod.run('getent', ['hosts', 'kubernetes.default'])).trim()).toMatch(/^10\.96\.0\.1\s/);
         // The health plugin's address, where the DaemonSet's liveness probe asks.
         expect(await httpGet(pod, `http://${LOCAL_IP}:8080/health`)).toBe('OK');
+      });
+
+      it('stays fresh after a change: pushed through the Pod’s forwarder, not waiting out the 30 s TTL', async () => {
+        const name = `fresh-${firewall}`;
+        const fqdn = `${name}.default.svc.cluster.local`;
+        const kubectl = (...args: string[]) =>
+          dnsPod.run('kubectl', [`--kubeconfig=${join(dir, 'kubeconfig')}`, '-n', 'default', ...args]);
+        await kubectl('create', 'service', 'clusterip', name, '--tcp=80:80');
+        const address = await waitFor(async () => (await ask(fqdn)) || undefined, {
+          what: `${fqdn} through the node cache`,
+          timeoutMs: 10_000,
+        });
+        expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        // Cached now, for up to 30 s (the Corefile's success TTL). The delete must reach it at once.
+        expect(await ask(fqdn)).toBe(address);
+        const deletedAt = performance.now();
+        await kubectl('delete', 'service', name);
+        await waitFor(async () => ((await ask(fqdn)) === '' ? true : undefined), {
+          what: `${fqdn} gone from the node cache`,
+          timeoutMs: 10_000,
+        });
+        const tookMs = performance.now() - deletedAt;
+        console.log(
+          `node-local (${firewall}): a deleted Service left the node cache ${tookMs.toFixed(0)} ms after the delete`,
+        );
+        expect(tookMs).toBeLessThan(10_000);
+        const nodeMetrics = await httpGet(pod, `http://${LOCAL_IP}:9253/metrics`);
+        expect(nodeMetrics).toMatch(/clusterdns_forwarder_zone_serial\{zone="cluster\.local\."\} \d+/);
+        const podMetrics = await httpGet(dnsPod, `http://127.0.0.1:${podForwarderMetrics}/metrics`);
+        expect(podMetrics).toMatch(/clusterdns_forwarder_transfers_relayed_total\{result="relayed"\} [1-9]/);
       });
 
       it('after a SIGKILL leaves the link and rules, the next start repairs them without a duplicate', async () => {

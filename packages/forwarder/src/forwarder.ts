@@ -1,6 +1,8 @@
 import { CloseStack, FlagError, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
 import {
+  buildBareResponse,
   chainStages,
+  cidrContains,
   createQueryPipeline,
   createUpstreamTcp,
   createUpstreamUdp,
@@ -8,6 +10,7 @@ import {
   listenDns,
   OPCODE,
   QCLASS,
+  RCODE,
   type Rejection,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
@@ -26,6 +29,7 @@ import type { ForwarderOptions } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
 import { type RouteSources, serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
+import { TransferRelayStage } from './transfer-relay-stage.js';
 import { UpstreamStats } from './upstream-stats.js';
 import { createZoneTransfers } from './zone-transfers.js';
 
@@ -60,7 +64,7 @@ export interface Forwarder {
 }
 
 /**
- * The dnsmasq container: the chain notify → chaos → loop guard → cache → forward, behind the query
+ * The dnsmasq container: the chain notify → transfer relay → chaos → loop guard → cache → forward, behind the query
  * pipeline, on the listeners; the config reloader, zone sync and metrics beside it. This shell only
  * builds those and closes them in order; what a query gets is the stages' business. No I/O here.
  */
@@ -97,7 +101,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       return { cacheEntriesDropped: dropped };
     },
   });
-  const zoneSync = createZoneTransfers({ routes: config.routes, cache, options, log });
+  const zoneSync = createZoneTransfers({
+    routes: config.routes,
+    cache,
+    options,
+    notifyFromAnySource: options.notifyListen !== undefined,
+    log,
+  });
 
   const forward = new ForwardStage({
     routes: config.routes,
@@ -126,6 +136,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     now,
   });
   const notify = new NotifyStage(zoneSync);
+  const relay = new TransferRelayStage({
+    routes: config.routes,
+    allowed: (address) => options.transferRelayFrom.some((cidr) => cidrContains(cidr, address)),
+    sync: zoneSync,
+    timeoutMs: options.forwardDeadlineMs,
+    log,
+  });
   const chaos = new ChaosStage(() => ({
     cachesize: options.cacheSize,
     insertions: cache.counts.insertions,
@@ -142,8 +159,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       }),
     version: VERSION,
   }));
-  const chain = chainStages<ForwarderRequest>([notify, chaos, new LoopGuardStage(loops), cacheStage], (request) =>
-    forward.serve(request),
+  const chain = chainStages<ForwarderRequest>(
+    [notify, relay, chaos, new LoopGuardStage(loops), cacheStage],
+    (request) => forward.serve(request),
   );
 
   const server = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
@@ -156,6 +174,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     forward,
     upstreams,
     notify,
+    relay,
     zones: zoneSync,
     loopDisabled: () => disabled.size,
     reloadFailures: () => config.failures,
@@ -185,6 +204,19 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       if (outcome.rejected) rejected[outcome.rejected] = (rejected[outcome.rejected] ?? 0) + 1;
       queries.observe(outcome);
     },
+  });
+
+  // Node-local mode's NOTIFY port: NOTIFY only (through the same stage), anything else REFUSED.
+  const notifyOnly = createQueryPipeline({
+    handle: (request) =>
+      notify.serve(request, () =>
+        buildBareResponse(request.query, RCODE.REFUSED, { udpPayloadBytes: request.udpPayloadBytes }),
+      ),
+    recursionAvailable: false,
+    classes: [QCLASS.IN],
+    opcodes: [OPCODE.NOTIFY],
+    udpPayloadBytes: options.ednsPacketMax,
+    log,
   });
 
   // Logging every query needs the whole way: the lane logs nothing.
@@ -225,6 +257,18 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         listeners.push(listener);
         // Drain: every upstream question in flight ends by --forward-deadline at the latest.
         closers.push(`dns ${host}`, () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
+      }
+      if (options.notifyListen) {
+        const { host, port } = options.notifyListen;
+        const listener = await listenDns({
+          host,
+          port,
+          flags: '-notify-listen-address',
+          handler: notifyOnly,
+          reusePort: options.reusePort,
+          maxTcpConnections: 100,
+        });
+        closers.push('notify', () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
       }
       const poll = setInterval(() => void config.reload(), options.configPollMs);
       poll.unref();

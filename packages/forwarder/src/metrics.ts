@@ -6,6 +6,7 @@ import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
 import type { NotifyStage } from './notify-stage.js';
 import type { ServerQueryCounts } from './query-counts.js';
+import type { TransferRelayStage } from './transfer-relay-stage.js';
 import type { UpstreamStats } from './upstream-stats.js';
 import type { ZoneSync } from './zone-sync.js';
 
@@ -18,6 +19,7 @@ export interface ForwarderMetricSources {
   forward: ForwardStage;
   upstreams: UpstreamStats;
   notify: NotifyStage;
+  relay: TransferRelayStage;
   zones: ZoneSync;
   /** Upstreams disabled because they loop back to us. */
   loopDisabled(): number;
@@ -192,6 +194,13 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'clusterdns_forwarder_upstream_tcp_connections_opened_total',
     'Kept TCP connections to upstreams opened (force_tcp routes).',
     () => sources.upstreamTcp().opened,
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_transfers_relayed_total',
+    'Zone transfers relayed for node caches (--transfer-relay-from), by result: relayed, refused, failed.',
+    ['result'],
+    () => Object.entries(sources.relay.counts).map(([result, n]): [Record<string, string>, number] => [{ result }, n]),
   );
   labelledFrom(
     registry,

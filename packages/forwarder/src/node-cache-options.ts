@@ -88,6 +88,12 @@ export const nodeCacheFlags = {
     'the nameservers of "forward . /etc/resolv.conf" (the node’s own, with dnsPolicy Default)',
     '/etc/resolv.conf',
   ),
+  'notify-listen-address': flag.custom(
+    'where DNS NOTIFY from the record-builder is taken (the node’s address it reaches; NOTIFY only, from anyone: it only makes the cache fetch the changes from the cluster’s DNS); empty = off',
+    { host: '0.0.0.0', port: 9354 } as { host: string; port: number } | undefined,
+    (raw, name) => (raw === '' ? undefined : parseHostPort(raw.startsWith(':') ? `0.0.0.0${raw}` : raw, 9354, name)),
+    { defaultText: '0.0.0.0:9354', valueName: 'ip:port' },
+  ),
   'cache-size': flag.int(
     'answers cached at most, for every block together; 0 = the largest block’s success + denial capacity (19,968 for nodelocaldns.yaml)',
     0,

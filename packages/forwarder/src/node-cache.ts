@@ -164,6 +164,9 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     lameduckMs: plan.lameduckMs ?? values.lameduck,
     // A new instance binds beside this one and takes over with no gap (see shutdown below).
     reusePort: reusePortSupported(),
+    // A node cache relays no transfers; it takes NOTIFY on the node's address.
+    transferRelayFrom: [],
+    ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
   };
 
   const closers = new CloseStack();

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ednsPacketMaxFlag, FlagError, type FlagValues, flag, type HostPort } from '@cluster-dns/runtime';
+import { type Cidr, parseCidr } from '@cluster-dns/wire';
 import { parseServerFlag, type ServerRule } from './server-flag.js';
 
 const ttlFlag = (help: string, defaultValue: number) => flag.int(help, defaultValue, { min: 0, max: 2_147_483_647 });
@@ -96,6 +97,14 @@ export const forwarderFlags = {
     2,
     { min: 0, max: 1_000_000 },
   ),
+  'transfer-relay-from': flag.list(
+    'client addresses (IP or CIDR) whose zone transfers (IXFR, AXFR over TCP) of a --server zone are relayed to its server: the node caches kept fresh by push (the nodes’ network); none by default',
+    (raw, name) => {
+      const cidr = parseCidr(raw);
+      if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
+      return cidr;
+    },
+  ),
   lameduck: flag.duration('after SIGTERM, keep answering this long before closing', 5_000),
   'keep-in-foreground': flag.accepted('accepted (dnsmasq -k); the forwarder always runs in the foreground', {
     aliases: ['k'],
@@ -148,6 +157,13 @@ export interface ForwarderOptions {
   readonly lameduckMs: number;
   /** Bind with SO_REUSEPORT, so a new instance can take over without a gap (node-local mode). */
   readonly reusePort: boolean;
+  /** --transfer-relay-from: who may transfer a --server zone through us. */
+  readonly transferRelayFrom: readonly Cidr[];
+  /**
+   * Node-local mode: where NOTIFY is also taken (the node's address, which the record-builder
+   * reaches), and from any source: a NOTIFY there only makes us fetch from the zone's own server.
+   */
+  readonly notifyListen?: { readonly host: string; readonly port: number };
 }
 
 export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): ForwarderOptions {
@@ -191,6 +207,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     prefetchHits: values['prefetch-hits'],
     lameduckMs: values.lameduck,
     reusePort: false,
+    transferRelayFrom: Object.freeze([...values['transfer-relay-from']]),
   });
 }
 

@@ -27,10 +27,6 @@ export interface AskOptions {
   context?: QueryContext;
 }
 
-/**
- * Asks a handler (a stage chain) through the real query pipeline, without sockets: the reply is
- * decoded, or the test fails saying none came. For the stages' unit tests.
- */
 /** A request as the pipeline would hand it to a handler, for calling a stage directly. */
 export function requestFor(name: string, type: number = QTYPE.A): ForwarderRequest {
   return {
@@ -41,6 +37,10 @@ export function requestFor(name: string, type: number = QTYPE.A): ForwarderReque
   };
 }
 
+/**
+ * Asks a handler (a stage chain) through the real query pipeline, without sockets: the reply is
+ * decoded, or the test fails saying none came. For the stages' unit tests.
+ */
 export function askThrough(handle: Next<ForwarderRequest>) {
   const pipeline = createQueryPipeline({
     handle,

@@ -9,8 +9,11 @@ export interface ZoneServer {
 export interface ZoneSyncDeps {
   /** The record-builder a zone's queries go to (the first server of its route), or undefined. */
   serverFor(zone: Fqdn): ZoneServer | undefined;
-  /** Every address the zone's queries may go to: NOTIFY is taken from these only. */
-  allowedSources(zone: Fqdn): readonly string[];
+  /**
+   * Every address the zone's queries may go to: NOTIFY is taken from these only. Undefined: from
+   * anyone (node-local mode, where the record-builder that notifies is not the server asked).
+   */
+  allowedSources(zone: Fqdn): readonly string[] | undefined;
   /** IXFR from `serial` (wire's transferTcp and ZoneChangeReader; injected so this runs without sockets). */
   transfer(server: ZoneServer, zone: Fqdn, serial: number): Promise<ZoneChange>;
   /** The zone's SOA serial, asked of the server directly (not through the cache). */
@@ -136,7 +139,8 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
     counts,
     async notify(zone, source) {
       const plain = source.replace(/^::ffff:/, '');
-      if (!deps.allowedSources(zone).includes(plain)) return 'refused';
+      const allowed = deps.allowedSources(zone);
+      if (allowed && !allowed.includes(plain)) return 'refused';
       let state = zones.get(zone);
       if (!state) {
         state = { serial: undefined, epoch: 0, syncing: undefined, again: false };

@@ -22,6 +22,8 @@ export function createZoneTransfers(deps: {
   routes(): RouteTable;
   cache: ReplyCache;
   options: { forwardDeadlineMs: number; upstreamTimeoutMs: number };
+  /** NOTIFY from anywhere (node-local mode): it only makes us fetch from the zone's own server. */
+  notifyFromAnySource?: boolean;
   log: Logger;
 }): ZoneSync {
   const { cache, options } = deps;
@@ -31,7 +33,12 @@ export function createZoneTransfers(deps: {
       const route = routeOf(zone);
       return route.kind === 'local' ? undefined : route.servers[0];
     },
-    allowedSources: (zone) => routeOf(zone).servers.map((s) => s.host),
+    allowedSources: (zone) => {
+      const route = routeOf(zone);
+      // From anyone only for a zone that is a route's own, to that route's server.
+      if (deps.notifyFromAnySource) return route.kind === 'server' && route.domain === zone ? undefined : [];
+      return route.servers.map((s) => s.host);
+    },
     transfer: async (server, zone, serial) => {
       const reader = new ZoneChangeReader();
       await transferTcp(server, buildIxfrQuery(randomQueryId(), zone, serial), {

@@ -6,6 +6,7 @@ import {
   encodeMessage,
   QTYPE,
   RCODE,
+  TransferEnd,
   toFqdn,
   ZoneChangeReader,
 } from '@cluster-dns/wire';
@@ -141,6 +142,34 @@ describe('IXFR from the change journal (RFC 1995)', () => {
         `_pg._tcp.pg.data.svc.${Z}`,
       ].sort(),
     );
+  });
+
+  it('ends, for a relay reading with TransferEnd, exactly at the last message of every form of reply', () => {
+    const t = populated();
+    const before = t.state.serial;
+    change(t);
+    change(t);
+    const forms = {
+      incremental: t.messages(buildIxfrQuery(8, Z, before), ALLOWED),
+      'up-to-date': t.messages(buildIxfrQuery(8, Z, t.state.serial), ALLOWED),
+      'whole zone (IXFR from an unknown serial)': t.messages(buildIxfrQuery(8, Z, 1), ALLOWED),
+      axfr: t.messages(encodeMessage(buildQueryMessage(7, Z, QTYPE.AXFR)), ALLOWED),
+    };
+    for (const [form, messages] of Object.entries(forms)) {
+      // Split record by record too: a relay may get any number of records per message. But a
+      // first message of the SOA alone is the up-to-date reply (RFC 1995 §4), so it keeps two.
+      const records = messages.flatMap((m) => decodeMessage(m).answers);
+      const head = decodeMessage(messages[0] as Buffer);
+      const one = (answers: typeof records) => encodeMessage({ ...head, answers, authorities: [], additionals: [] });
+      const split =
+        records.length < 2 ? messages : [one(records.slice(0, 2)), ...records.slice(2).map((rr) => one([rr]))];
+      for (const list of [messages, split]) {
+        const end = new TransferEnd();
+        const done = list.map((m) => end.push(m));
+        expect(done.indexOf(true), form).toBe(list.length - 1);
+        expect(end.serial, form).toBe(t.state.serial);
+      }
+    }
   });
 
   it('answers the current SOA alone when the client is up to date, and over UDP', () => {

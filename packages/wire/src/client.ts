@@ -66,8 +66,11 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
     // Connected, so a server that is not listening fails the exchange at once (ICMP port
     // unreachable reads as ECONNREFUSED) instead of at the timeout: a NOTIFY to a forwarder still
     // starting is retried in milliseconds. The kernel then drops datagrams from anyone else too.
-    socket.connect(server.port, server.host, () => {
-      if (!done) socket.send(query);
+    // The callback also gets a failed connect (ENETUNREACH for a target with no route): sending on
+    // the unconnected socket then would throw out of the callback and take the process down.
+    socket.connect(server.port, server.host, (error?: Error) => {
+      if (error) finish(error);
+      else if (!done) socket.send(query);
     });
   });
 }

@@ -54,7 +54,16 @@ export {
   ROOT,
   toFqdn,
 } from './fqdn.js';
-export { canonicalIpv6, ipv4ToNumber, ipv6Groups, ipv6Nibbles, numberToIpv4 } from './ip-address.js';
+export {
+  type Cidr,
+  canonicalIpv6,
+  cidrContains,
+  ipv4ToNumber,
+  ipv6Groups,
+  ipv6Nibbles,
+  numberToIpv4,
+  parseCidr,
+} from './ip-address.js';
 export {
   DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
   type DnsListener,
@@ -139,6 +148,7 @@ export {
   buildNotify,
   isNotifyAck,
   ixfrQuerySerial,
+  TransferEnd,
   type ZoneChange,
   ZoneChangeReader,
   ZoneTransferError,

@@ -1,4 +1,4 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIP, isIPv4, isIPv6 } from 'node:net';
 import { AddressError } from './errors.js';
 
 /** An IPv4 address as a 32-bit number (for compact stores and fast comparison). */
@@ -75,4 +75,38 @@ export function ipv6Nibbles(address: string): string {
   return ipv6Groups(address)
     .map((g) => g.toString(16).padStart(4, '0'))
     .join('');
+}
+
+/** An address block (`10.0.0.0/8`, `fd00::/64`; a bare address is the block of itself). */
+export interface Cidr {
+  readonly family: 4 | 6;
+  readonly base: bigint;
+  readonly bits: number;
+}
+
+const toBig = (address: string): { family: 4 | 6; value: bigint } =>
+  isIPv6(address)
+    ? { family: 6, value: ipv6Groups(address).reduce((n, g) => (n << 16n) | BigInt(g), 0n) }
+    : { family: 4, value: BigInt(ipv4ToNumber(address)) };
+
+/** Parses `ip/bits` or `ip`; undefined when it is neither. */
+export function parseCidr(text: string): Cidr | undefined {
+  const [address = '', bitsText] = text.split('/');
+  if (isIP(address) === 0) return undefined;
+  const { family, value } = toBig(address);
+  const width = family === 4 ? 32 : 128;
+  const bits = bitsText === undefined ? width : Number(bitsText);
+  if (!/^\d+$/.test(bitsText ?? '0') || bits > width) return undefined;
+  const mask = ((1n << BigInt(bits)) - 1n) << BigInt(width - bits);
+  return { family, base: value & mask, bits };
+}
+
+/** Whether `address` (IPv4-mapped IPv6 read as IPv4) is inside the block. */
+export function cidrContains(cidr: Cidr, address: string): boolean {
+  const plain = address.replace(/^::ffff:(?=\d+\.)/i, '');
+  if (isIP(plain) === 0) return false;
+  const { family, value } = toBig(plain);
+  if (family !== cidr.family) return false;
+  const width = family === 4 ? 32 : 128;
+  return value >> BigInt(width - cidr.bits) === cidr.base >> BigInt(width - cidr.bits);
 }

@@ -129,3 +129,38 @@ export class ZoneTransferError extends ClusterDnsError {
     super('ZONE_TRANSFER_FAILED', message);
   }
 }
+
+/**
+ * Tells when a zone transfer reply has ended, whatever its form (RFC 1995 §4, RFC 5936 §2.2): a
+ * lone SOA (up to date), the whole zone between two copies of its SOA (AXFR form), or the
+ * increments, where the current SOA opens, ends the last step's deletions, and closes. For a
+ * relay, which passes every message on and must know when to stop reading.
+ */
+export class TransferEnd {
+  /** The serial the transfer brings the zone to: its first SOA's. */
+  serial: number | undefined;
+  private second: 'soa-older' | 'other' | undefined;
+  private seenCurrent = 0;
+  private records = 0;
+
+  /** Takes one message; true when the transfer is complete. */
+  push(message: Buffer): boolean {
+    const decoded = decodeMessage(message);
+    if (decoded.flags.rcode !== RCODE.NOERROR) return true;
+    for (const rr of decoded.answers) {
+      this.records++;
+      const soa = rr.type === QTYPE.SOA ? (rr as SoaRecord).soa.serial : undefined;
+      if (this.records === 1) {
+        if (soa === undefined) throw new ZoneTransferError('a zone transfer must begin with the SOA');
+        this.serial = soa;
+        this.seenCurrent = 1;
+        continue;
+      }
+      if (this.records === 2) this.second = soa !== undefined && soa !== this.serial ? 'soa-older' : 'other';
+      if (soa === this.serial) this.seenCurrent++;
+      if (this.seenCurrent === (this.second === 'soa-older' ? 3 : 2)) return true;
+    }
+    // A first message holding the SOA alone is the up-to-date reply, as ZoneChangeReader reads it.
+    return this.records === 1 && decoded.answers.length === 1;
+  }
+}
