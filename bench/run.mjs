@@ -1,6 +1,6 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
 // beside ours, interleaved in the same rounds (cases 1 and 3): "no regression" is measured, not
 // remembered.
@@ -11,6 +11,7 @@ import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { runCacheMemory } from './cache-memory.mjs';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
+import { runFanout } from './fanout.mjs';
 import { baselineName, runHitCeiling, runMissRounds, startBaseline } from './hits.mjs';
 import {
   LOAD_CORE,
@@ -231,6 +232,9 @@ if (want(6)) await runPropagation({ row, quick });
 
 // ---- case 8: what 10,000 cached answers cost in RSS, ours beside dnsmasq's (bench/cache-memory.mjs)
 if (want(8)) await runCacheMemory({ row, forwarderArgs });
+
+// ---- case 9: push to 1,000 node caches at 100 changes/s: the record-builder's cost, propagation (bench/fanout.mjs)
+if (want(9)) await runFanout({ row, seconds: quick ? 5 : seconds });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);

@@ -11,7 +11,7 @@ const ack = (query: Buffer) => {
 };
 
 /** A notifier whose NOTIFYs the test answers (or not) by hand. */
-function notifierUnderTest() {
+function notifierUnderTest(minIntervalMs = 0) {
   let serial = 1;
   const sent: Array<{ resolve: (reply: Buffer) => void; reject: (error: Error) => void; query: Buffer }> = [];
   const acked: number[] = [];
@@ -23,6 +23,7 @@ function notifierUnderTest() {
     log: createSilentLogger(),
     retryBaseMs: 1000,
     retryMaxMs: 8000,
+    minIntervalMs,
     hooks: { onAcked: (_t, _z, ms) => acked.push(ms) },
   });
   return {
@@ -100,6 +101,26 @@ describe('NOTIFY sender', () => {
     await vi.advanceTimersByTimeAsync(40);
     await n.answer(1);
     expect(n.acked).toEqual([40]);
+    n.notifier.stop();
+  });
+
+  it('with minIntervalMs, sends at most one NOTIFY per interval however fast the changes come', async () => {
+    vi.useFakeTimers();
+    const n = notifierUnderTest(100);
+    n.notifier.start();
+    await n.answer(0);
+    // 100 changes over one second, each answered at once: ten NOTIFYs, not a hundred.
+    for (let i = 0; i < 100; i++) {
+      n.change();
+      await vi.advanceTimersByTimeAsync(10);
+      if (n.sent.length > 0) await n.answer(n.sent.length - 1);
+    }
+    await vi.advanceTimersByTimeAsync(200);
+    await n.answer(n.sent.length - 1);
+    expect(n.sent.length).toBeGreaterThanOrEqual(10);
+    expect(n.sent.length).toBeLessThanOrEqual(12);
+    // The last one covers the last change: nothing is left unacknowledged.
+    expect(n.notifier.unacknowledged()).toBe(0);
     n.notifier.stop();
   });
 });

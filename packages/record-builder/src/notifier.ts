@@ -21,6 +21,11 @@ export interface NotifierOptions {
   retryMaxMs?: number;
   /** A NOTIFY this often even without changes, so a restarted receiver learns it is being pushed to. */
   heartbeatMs?: number;
+  /**
+   * At most one NOTIFY per target and zone this often (node caches: 100 ms). The one that follows
+   * covers every change since, so the work per target is bounded by this, not by the change rate.
+   */
+  minIntervalMs?: number;
   now?: () => number;
 }
 
@@ -43,6 +48,8 @@ interface Peer {
   inFlight: boolean;
   failures: number;
   retry: NodeJS.Timeout | undefined;
+  /** The wait for minIntervalMs to pass since the last NOTIFY. */
+  spacing: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -56,6 +63,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
   const now = options.now ?? Date.now;
   const retryBaseMs = options.retryBaseMs ?? 250;
   const retryMaxMs = options.retryMaxMs ?? 10_000;
+  const minIntervalMs = options.minIntervalMs ?? 0;
   const peers: Peer[] = [];
   for (const target of options.targets)
     for (const zone of options.zones)
@@ -68,12 +76,22 @@ export function createNotifier(options: NotifierOptions): Notifier {
         inFlight: false,
         failures: 0,
         retry: undefined,
+        spacing: undefined,
       });
   let stopped = false;
   let heartbeat: NodeJS.Timeout | undefined;
 
   const send = (peer: Peer) => {
-    if (stopped || peer.inFlight) return;
+    if (stopped || peer.inFlight || peer.spacing) return;
+    const early = peer.lastSentMs + minIntervalMs - now();
+    if (minIntervalMs > 0 && early > 0) {
+      peer.spacing = setTimeout(() => {
+        peer.spacing = undefined;
+        send(peer);
+      }, early);
+      peer.spacing.unref();
+      return;
+    }
     clearTimeout(peer.retry);
     peer.retry = undefined;
     peer.inFlight = true;
@@ -138,7 +156,10 @@ export function createNotifier(options: NotifierOptions): Notifier {
     stop() {
       stopped = true;
       clearInterval(heartbeat);
-      for (const peer of peers) clearTimeout(peer.retry);
+      for (const peer of peers) {
+        clearTimeout(peer.retry);
+        clearTimeout(peer.spacing);
+      }
     },
     unacknowledged: () => peers.filter((p) => p.ackedSerial !== options.serial()).length,
   };

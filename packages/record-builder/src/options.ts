@@ -1,5 +1,11 @@
 import { isIP } from 'node:net';
-import { ednsPacketMaxFlag, FlagError, type FlagValues, flag } from '@cluster-dns/runtime';
+import {
+  ednsPacketMaxFlag,
+  FlagError,
+  type FlagValues,
+  flag,
+  parseHostPort as runtimeHostPort,
+} from '@cluster-dns/runtime';
 import { type Fqdn, isDns1123Label, toFqdn } from '@cluster-dns/wire';
 import type { PodsMode } from './pod-records.js';
 
@@ -73,6 +79,14 @@ export const recordBuilderFlags = {
     'forwarder to send DNS NOTIFY to on every change, as ip:port ([ip6]:port; port 53 when left out); repeatable. It may then IXFR the zones',
     (raw, name) => parseHostPort(raw, name),
   ),
+  'notify-node-cache': flag.list(
+    'node cache (node-local mode) to send DNS NOTIFY to, as ip:port (port 9354, its -notify-listen-address, when left out); repeatable. At most one per --notify-node-cache-interval each',
+    (raw, name) => runtimeHostPort(raw, 9354, name),
+  ),
+  'notify-node-cache-interval': flag.duration(
+    'at most one NOTIFY per node cache this often: the next covers every change since, so the work per node does not grow with the change rate',
+    100,
+  ),
   'ixfr-journal-mib': flag.int(
     'memory for the change journal that IXFR answers from (kept when --notify or --transfer-to is given); older changes get the whole zone',
     16,
@@ -129,6 +143,8 @@ export interface RecordBuilderOptions {
   readonly endpointsApi: 'endpointslices' | 'endpoints';
   readonly transferTo: readonly string[];
   readonly notify: readonly { host: string; port: number }[];
+  readonly notifyNodeCaches: readonly { host: string; port: number }[];
+  readonly notifyNodeCacheIntervalMs: number;
   readonly ixfrJournalMib: number;
   readonly dnsService: { namespace: string; name: string };
   readonly ednsPacketMax: number;
@@ -163,6 +179,8 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     endpointsApi: values['endpoints-api'],
     transferTo: Object.freeze([...values['transfer-to']]),
     notify: Object.freeze([...values.notify]),
+    notifyNodeCaches: Object.freeze([...values['notify-node-cache']]),
+    notifyNodeCacheIntervalMs: values['notify-node-cache-interval'],
     ixfrJournalMib: values['ixfr-journal-mib'],
     dnsService: { namespace, name },
     ednsPacketMax: values['edns-packet-max'],

@@ -72,7 +72,8 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     ttlSeconds: options.ttlSeconds,
   });
   // IXFR answers from the journal; it costs nothing until someone transfers (references only).
-  if (options.notify.length > 0 || options.transferTo.length > 0) state.keepJournal(options.ixfrJournalMib << 20);
+  if (options.notify.length > 0 || options.notifyNodeCaches.length > 0 || options.transferTo.length > 0)
+    state.keepJournal(options.ixfrJournalMib << 20);
   const view: ZoneView = {
     zone: options.zone,
     reverseZones: options.reverseZones,
@@ -81,7 +82,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     dnsService: options.dnsService,
     state,
   };
-  const notifyHosts = options.notify.map((t) => t.host);
+  const notifyHosts = [...options.notify, ...options.notifyNodeCaches].map((t) => t.host);
   const responder = createResponder({
     view,
     isReady: () => ready,
@@ -93,9 +94,13 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     answerCacheBytes: options.answerCacheMib * 1048576,
   });
   const notifier = createRecordBuilderNotifier(options, state, log, metrics);
+  const nodeCacheNotifier = createNodeCacheNotifier(options, state, log, metrics);
   state.onChange((owners) => {
     responder.invalidate(owners);
-    if (ready) notifier?.changed(Date.now());
+    if (!ready) return;
+    const at = Date.now();
+    notifier?.changed(at);
+    nodeCacheNotifier?.changed(at);
   });
   const handler = createQueryPipeline({
     handle: responder.handle,
@@ -175,6 +180,10 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     ready = true;
     log.info('ready', { ...ports, services: state.serviceCount, endpoints: state.endpointCount, synced });
     markReady();
+    if (nodeCacheNotifier) {
+      nodeCacheNotifier.start();
+      closers.push('node cache notifier', () => nodeCacheNotifier.stop());
+    }
     if (notifier) {
       notifier.start();
       closers.push('notifier', () => notifier.stop());
@@ -287,6 +296,34 @@ function createRecordBuilderNotifier(
       onSent: (t, zone) => metrics.notifySent(targetName(t), zone),
       onFailed: (t, zone) => metrics.notifyFailed(targetName(t), zone),
       onAcked: (t, _zone, ms) => metrics.notifyAcked(targetName(t), ms / 1000),
+    },
+  });
+}
+
+/**
+ * The NOTIFY sender of `--notify-node-cache`: the same notifier, at most one NOTIFY per node cache
+ * per `--notify-node-cache-interval`, its metrics under one target label (`node-caches`) so a
+ * thousand nodes are not a thousand series.
+ */
+function createNodeCacheNotifier(
+  options: RecordBuilderOptions,
+  state: ClusterState,
+  log: Logger,
+  metrics: ReturnType<typeof createRecordBuilderMetrics>,
+): Notifier | undefined {
+  if (options.notifyNodeCaches.length === 0) return undefined;
+  return createNotifier({
+    targets: options.notifyNodeCaches,
+    zones: [options.zone, ...options.reverseZones],
+    serial: () => state.serial,
+    send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
+    log,
+    heartbeatMs: NOTIFY_HEARTBEAT_MS,
+    minIntervalMs: options.notifyNodeCacheIntervalMs,
+    hooks: {
+      onSent: (_t, zone) => metrics.notifySent('node-caches', zone),
+      onFailed: (_t, zone) => metrics.notifyFailed('node-caches', zone),
+      onAcked: (_t, _zone, ms) => metrics.notifyAcked('node-caches', ms / 1000),
     },
   });
 }

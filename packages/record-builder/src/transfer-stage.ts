@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import {
   buildBareResponse,
   type Fqdn,
@@ -15,6 +16,8 @@ import { incrementalTransfer, zoneTransfer } from './zone-transfer.js';
 /**
  * Zone transfers, for the forwarders kept fresh by push and for secondaries: AXFR over TCP only,
  * IXFR from the journal (over UDP the current SOA alone, RFC 1995 §2), to allowed addresses only.
+ * An IXFR reply is encoded once per question and client serial at the current serial, so a
+ * thousand node caches catching up on one change cost one encoding and a thousand copies.
  * Other questions go on.
  */
 export class TransferStage implements Stage<ZoneRequest> {
@@ -40,13 +43,45 @@ export class TransferStage implements Stage<ZoneRequest> {
     }
     const serial = ixfrQuerySerial(q.raw);
     if (serial === undefined) return bare(RCODE.FORMERR, true);
-    const transfer = incrementalTransfer(
-      this.view,
-      zone,
-      q,
-      context.transport === 'tcp' ? serial : this.view.state.serial,
-    );
+    const from = context.transport === 'tcp' ? serial : this.view.state.serial;
+    // Every node cache asks from the same serial after a change: the reply is encoded once.
+    if (this.memo.serial !== this.view.state.serial) {
+      this.memo = { serial: this.view.state.serial, replies: new Map(), bytes: 0 };
+    }
+    const key = `${context.transport}|${q.qname}|${q.qclass}|${from}`;
+    const kept = this.memo.replies.get(key);
+    if (kept) {
+      this.onTransfer?.('ixfr', kept.result);
+      return withId(kept.messages, q.id);
+    }
+    const transfer = incrementalTransfer(this.view, zone, q, from);
     this.onTransfer?.('ixfr', transfer.result);
-    return transfer.messages;
+    const messages = [...transfer.messages];
+    const bytes = messages.reduce((n, m) => n + m.length, 0);
+    if (this.memo.bytes + bytes <= MEMO_BYTES) {
+      this.memo.replies.set(key, { messages, result: transfer.result });
+      this.memo.bytes += bytes;
+      return withId(messages, q.id);
+    }
+    return messages;
   }
+
+  /** IXFR replies made at the current serial, by question and the client's serial. */
+  private memo: {
+    serial: number;
+    replies: Map<string, { messages: Buffer[]; result: 'incremental' | 'full' | 'current' }>;
+    bytes: number;
+  } = { serial: -1, replies: new Map(), bytes: 0 };
+}
+
+/** IXFR replies kept for the current serial at most; a zone larger than this is encoded per asker. */
+const MEMO_BYTES = 32 * 1048576;
+
+/** Copies of the kept messages with the asker's ID: the kept ones are never handed out. */
+function withId(messages: readonly Buffer[], id: number): Buffer[] {
+  return messages.map((m) => {
+    const copy = Buffer.from(m);
+    copy.writeUInt16BE(id, 0);
+    return copy;
+  });
 }

@@ -172,6 +172,25 @@ describe('IXFR from the change journal (RFC 1995)', () => {
     }
   });
 
+  it('encodes an IXFR reply once per client serial and serial: the next asker gets the same bytes, its own ID', () => {
+    const t = populated();
+    const serial = t.state.serial;
+    change(t);
+    const first = t.messages(buildIxfrQuery(8, Z, serial), ALLOWED);
+    const again = t.messages(buildIxfrQuery(9, Z, serial), ALLOWED);
+    expect(again.map((m) => m.readUInt16BE(0))).toEqual(again.map(() => 9));
+    expect(again.map((m) => m.subarray(2))).toEqual(first.map((m) => m.subarray(2)));
+    // What was handed out is the asker's to keep: changing it changes nothing kept.
+    for (const m of first) m.fill(0);
+    expect(t.messages(buildIxfrQuery(10, Z, serial), ALLOWED).map((m) => m.subarray(2))).toEqual(
+      again.map((m) => m.subarray(2)),
+    );
+    // A change after: the same question from the same serial gets the newer reply.
+    change(t);
+    const later = t.messages(buildIxfrQuery(11, Z, serial), ALLOWED).flatMap((m) => decodeMessage(m).answers);
+    expect(later[0]?.soa?.serial).toBe(t.state.serial);
+  });
+
   it('answers the current SOA alone when the client is up to date, and over UDP', () => {
     const t = populated();
     const current = ixfr(t, Z, t.state.serial);

@@ -1,8 +1,8 @@
 import type { Buffer } from 'node:buffer';
 import {
-  encodeMessage,
   type Fqdn,
   isInZone,
+  MessageWriter,
   type ParsedQuery,
   QCLASS,
   QTYPE,
@@ -53,28 +53,29 @@ export function* zoneContents(view: ZoneView): Generator<{ owner: string; record
   }
 }
 
-/** Packs records into messages of RECORDS_PER_MESSAGE, the first with the question, as they come. */
+/**
+ * Packs records into messages of RECORDS_PER_MESSAGE, the first with the question, as they come.
+ * Written with wire's MessageWriter (names compressed), not dns2's encoder: a thousand node caches
+ * catching up made zone transfers the record-builder's busiest work, and dns2 spent most of it.
+ */
 function* messagesOf(q: ParsedQuery, records: Iterable<Rr>): Generator<Buffer> {
-  let batch: Rr[] = [];
+  let writer = new MessageWriter(4096);
+  let count = 0;
   let first = true;
+  const flags = { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: false, ad: false, cd: false, rcode: 0 };
+  writer.question(q.qname, q.qtype, q.qclass);
   const message = () => {
-    const out = encodeMessage({
-      id: q.id,
-      flags: { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: false, ad: false, cd: false, rcode: 0 },
-      questions: first ? [{ name: q.qname, type: q.qtype, class: q.qclass }] : [],
-      answers: batch,
-      authorities: [],
-      additionals: [],
-    });
+    const out = writer.finish(q.id, flags);
+    writer = new MessageWriter(4096);
+    count = 0;
     first = false;
-    batch = [];
     return out;
   };
   for (const rr of records) {
-    batch.push(rr);
-    if (batch.length === RECORDS_PER_MESSAGE) yield message();
+    writer.record(1, rr);
+    if (++count === RECORDS_PER_MESSAGE) yield message();
   }
-  if (batch.length || first) yield message();
+  if (count > 0 || first) yield message();
 }
 
 /** The zone's own records at its apex and below, as AXFR sends them (SOA first and last, RFC 5936). */

@@ -1,0 +1,105 @@
+// Bench case 9's node caches: `count` of them in one process, each a UDP socket of its own on
+// 127.0.0.1 that takes NOTIFY as a node cache's -notify-listen-address does. On a NOTIFY a cache
+// fetches the changes (IXFR over TCP from the record-builder, from the serial it holds, one fetch
+// at a time per cache), then answers the NOTIFY, as the forwarder does. For every name of the form
+// fan-<k>-<epoch ms>.* that a fetch brings, it notes how long after <epoch ms> it arrived.
+// Bounded: it serves until SIGTERM, then prints {count, fetches, full, failed, deliveries, p50, p99,
+// max} (the delays in ms) and exits.
+//   node bench/node-cache-sim.mjs '{"count":1000,"rbPort":10053,"zone":"cluster.local."}'
+import dgram from 'node:dgram';
+import {
+  buildBareResponse,
+  buildIxfrQuery,
+  OPCODE,
+  parseQuery,
+  RCODE,
+  randomQueryId,
+  transferTcp,
+  ZoneChangeReader,
+} from '@cluster-dns/wire';
+
+const { count, rbPort, zone } = JSON.parse(process.argv[2]);
+if (!(count > 0 && count <= 5000)) throw new Error('count out of bounds');
+const server = { host: '127.0.0.1', port: rbPort };
+const delaysMs = [];
+const totals = { fetches: 0, full: 0, failed: 0 };
+let primed = 0;
+
+function cache(socket) {
+  let serial = 0;
+  let fetching;
+  let again = false;
+  const waiting = [];
+  let ok = true;
+  const fetch = async () => {
+    do {
+      again = false;
+      const reader = new ZoneChangeReader();
+      try {
+        await transferTcp(server, buildIxfrQuery(randomQueryId(), zone, serial), {
+          timeoutMs: 10_000,
+          onMessage: (m) => reader.push(m),
+        });
+        const change = reader.result;
+        totals.fetches++;
+        if (change?.kind === 'full') totals.full++;
+        if (change?.kind === 'incremental') {
+          const now = Date.now();
+          for (const name of change.names) {
+            const m = /^fan-\d+-(\d+)\./.exec(name);
+            if (m) delaysMs.push(now - Number(m[1]));
+          }
+        }
+        if (change) {
+          if (serial === 0 && ++primed === count) console.log(JSON.stringify({ msg: 'primed' }));
+          serial = change.serial;
+        }
+        ok = true;
+      } catch {
+        totals.failed++;
+        ok = false;
+      }
+    } while (again);
+    // As the forwarder: SERVFAIL when the fetch failed, so the record-builder sends it again.
+    for (const reply of waiting.splice(0)) reply(ok ? RCODE.NOERROR : RCODE.SERVFAIL);
+    fetching = undefined;
+  };
+  socket.on('message', (msg, rinfo) => {
+    let q;
+    try {
+      q = parseQuery(msg);
+    } catch {
+      return;
+    }
+    if (q.opcode !== OPCODE.NOTIFY) return;
+    waiting.push((rcode) =>
+      socket.send(buildBareResponse(q, rcode, { authoritative: true }), rinfo.port, rinfo.address),
+    );
+    if (fetching) again = true;
+    else fetching = fetch();
+  });
+}
+
+const ports = [];
+for (let i = 0; i < count; i++) {
+  const socket = dgram.createSocket('udp4');
+  await new Promise((r) => socket.bind(0, '127.0.0.1', r));
+  ports.push(socket.address().port);
+  cache(socket);
+}
+console.log(JSON.stringify({ msg: 'ready', ports }));
+process.on('SIGTERM', () => {
+  const sorted = delaysMs.sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? null;
+  const line = {
+    msg: 'result',
+    count,
+    ...totals,
+    deliveries: sorted.length,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: sorted.at(-1) ?? null,
+  };
+  // Exit once the line is written: a pipe takes it asynchronously.
+  process.stdout.write(`${JSON.stringify(line)}\n`, () => process.exit(0));
+});
