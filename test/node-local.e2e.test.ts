@@ -93,12 +93,20 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
     const procs: LaunchedProcess[] = [];
     let dir: string;
     let podForwarderMetrics = 0;
-    /** The kube-dns Pod's forwarder: requests it took over one transport. */
+    let rbMetrics = 0;
+    /**
+     * The kube-dns Pod's forwarder: A queries it took over one transport. Only A: the node cache's
+     * push traffic (SOA checks over UDP, transfers over TCP) comes and goes on its own clock.
+     */
     const podForwarderRequests = async (proto: 'tcp' | 'udp') => {
       const text = await httpGet(dnsPod, `http://127.0.0.1:${podForwarderMetrics}/metrics`);
       let sum = 0;
       for (const line of text.split('\n'))
-        if (line.startsWith('coredns_dns_requests_total{') && line.includes(`proto="${proto}"`))
+        if (
+          line.startsWith('coredns_dns_requests_total{') &&
+          line.includes(`proto="${proto}"`) &&
+          line.includes('type="A"')
+        )
           sum += Number(line.split(' ').at(-1));
       return sum;
     };
@@ -131,10 +139,11 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
           '--lameduck=0s',
           // The Pod's forwarder, then every node cache (here the one node, on its NOTIFY port).
           '--notify=127.0.0.1:53',
-          '--notify=192.0.2.1:9354',
+          '--notify-node-cache=192.0.2.1',
         ],
       });
       procs.push(rb);
+      rbMetrics = rb.ready.metricsPort as number;
       const fw = await launchProcess({
         prefix: dnsPod.prefix,
         script: script('forwarder'),
@@ -269,10 +278,26 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(await ask(fqdn)).toBe(address);
         const deletedAt = performance.now();
         await kubectl('delete', 'service', name);
-        await waitFor(async () => ((await ask(fqdn)) === '' ? true : undefined), {
-          what: `${fqdn} gone from the node cache`,
-          timeoutMs: 10_000,
-        });
+        try {
+          await waitFor(async () => ((await ask(fqdn)) === '' ? true : undefined), {
+            what: `${fqdn} gone from the node cache`,
+            timeoutMs: 10_000,
+          });
+        } catch (error) {
+          // What each layer holds, for a failure that says where the change stopped.
+          const series = /notifies_received|zone_transfers_total|zone_serial|transfers_relayed|notify_failures/;
+          const pick = (text: string) => text.split('\n').filter((l) => series.test(l) && !l.startsWith('#'));
+          const held = [
+            `node cache: ${await ask(fqdn)}`,
+            `Pod forwarder: ${await node.run('dig', ['@192.0.2.53', '+short', '+tcp', fqdn])}`,
+            `record-builder: ${await dnsPod.run('dig', ['@127.0.0.1', '-p', '10053', '+short', fqdn])}`,
+            ...pick(await httpGet(pod, `http://${LOCAL_IP}:9253/metrics`)).map((l) => `node cache ${l}`),
+            ...pick(await httpGet(dnsPod, `http://127.0.0.1:${podForwarderMetrics}/metrics`)).map((l) => `Pod ${l}`),
+            ...pick(await httpGet(dnsPod, `http://127.0.0.1:${rbMetrics}/metrics`)).map((l) => `rb ${l}`),
+          ];
+          (error as Error).message += `\n${held.join('\n')}\n${(started.at(-1) as LaunchedProcess).tail(12)}`;
+          throw error;
+        }
         const tookMs = performance.now() - deletedAt;
         console.log(
           `node-local (${firewall}): a deleted Service left the node cache ${tookMs.toFixed(0)} ms after the delete`,

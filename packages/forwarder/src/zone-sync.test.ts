@@ -1,5 +1,5 @@
 import { createSilentLogger } from '@cluster-dns/runtime';
-import { type Fqdn, toFqdn, type ZoneChange } from '@cluster-dns/wire';
+import { type Fqdn, serialNewer, toFqdn, type ZoneChange } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { createZoneSync } from './zone-sync.js';
 
@@ -55,24 +55,28 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
     }));
     expect(await h.sync.notify(Z, '::ffff:127.0.0.1')).toBe('accepted');
     expect(h.flushed).toEqual([Z]);
-    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 100 }]);
-    expect(h.sync.isPushed(toFqdn(`x.shop.svc.${Z}`))).toBe(true);
-    expect(h.sync.isPushed(toFqdn('example.org'))).toBe(false);
-    const epoch = h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`));
-    expect(await h.sync.notify(Z, '127.0.0.1')).toBe('accepted');
+    // The serial learnt (100), then at once what changed since it: the SOA may have come from a
+    // cache behind the server, and what was asked again after the flush be older than it.
     expect(h.transfers).toEqual([100]);
     // The new name, and every name above it in the zone: an NXDOMAIN there is now NODATA.
     expect(h.evicted).toEqual([[`new.shop.svc.${Z}`, `shop.svc.${Z}`, `svc.${Z}`, Z].sort()]);
     expect(h.sync.zones()).toEqual([{ zone: Z, serial: 101 }]);
+    expect(h.sync.isPushed(toFqdn(`x.shop.svc.${Z}`))).toBe(true);
+    expect(h.sync.isPushed(toFqdn('example.org'))).toBe(false);
+    const epoch = h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`));
+    expect(await h.sync.notify(Z, '127.0.0.1')).toBe('accepted');
+    expect(h.transfers).toEqual([100, 101]);
     expect(h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`))).toBeGreaterThan(epoch);
   });
 
   it('flushes the zone when the server sends it whole, and reports a failed transfer', async () => {
     let next: () => Promise<ZoneChange> = async () => ({ kind: 'full', serial: 150 });
     const h = harness(() => next());
-    await h.sync.notify(Z, '127.0.0.1');
+    // Entering push mode flushes, and its first transfer brings the whole zone: flushed again.
     await h.sync.notify(Z, '127.0.0.1');
     expect(h.flushed).toEqual([Z, Z]);
+    await h.sync.notify(Z, '127.0.0.1');
+    expect(h.flushed).toEqual([Z, Z, Z]);
     next = async () => {
       throw new Error('connection refused');
     };
@@ -89,7 +93,10 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
           releases.push(() => resolve({ kind: 'incremental', serial: ++serial, names: new Set() }));
         }),
     );
-    await h.sync.notify(Z, '127.0.0.1');
+    const entering = h.sync.notify(Z, '127.0.0.1');
+    await expect.poll(() => releases.length).toBe(1);
+    releases.shift()?.();
+    await entering;
     const first = h.sync.notify(Z, '127.0.0.1');
     const second = h.sync.notify(Z, '127.0.0.1');
     const third = h.sync.notify(Z, '127.0.0.1');
@@ -98,7 +105,7 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
     await expect.poll(() => releases.length).toBe(2);
     releases[1]?.();
     expect(await Promise.all([first, second, third])).toEqual(['accepted', 'accepted', 'accepted']);
-    expect(h.transfers).toEqual([100, 101]);
+    expect(h.transfers).toEqual([100, 101, 102]);
   });
 
   it('catches a lost NOTIFY at the SOA check', async () => {
@@ -108,11 +115,33 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
       names: new Set([toFqdn(`a.b.svc.${Z}`)]),
     }));
     await h.sync.notify(Z, '127.0.0.1');
-    await h.sync.checkAll();
-    expect(h.transfers).toEqual([]);
+    expect(h.transfers).toEqual([100]);
     h.setSerial(105);
     await h.sync.checkAll();
     expect(h.transfers).toEqual([100]);
-    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 105 }]);
+    h.setSerial(110);
+    await h.sync.checkAll();
+    expect(h.transfers).toEqual([100, 105]);
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 110 }]);
+    // An older SOA (a cache behind the server answered it) is no reason to fetch.
+    h.setSerial(90);
+    await h.sync.checkAll();
+    expect(h.transfers).toEqual([100, 105]);
+  });
+
+  it('evicts the apex on every change, names or not: its SOA carries the serial', async () => {
+    const h = harness(async (from) => ({ kind: 'incremental', serial: from + 1, names: new Set() }));
+    await h.sync.notify(Z, '127.0.0.1');
+    expect(h.evicted).toEqual([[Z]]);
+  });
+});
+
+describe('serialNewer (RFC 1982)', () => {
+  it('compares 32-bit serials across the wrap', () => {
+    expect(serialNewer(101, 100)).toBe(true);
+    expect(serialNewer(100, 101)).toBe(false);
+    expect(serialNewer(100, 100)).toBe(false);
+    expect(serialNewer(5, 0xffff_fff0)).toBe(true);
+    expect(serialNewer(0xffff_fff0, 5)).toBe(false);
   });
 });

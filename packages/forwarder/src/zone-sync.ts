@@ -1,5 +1,5 @@
 import type { Logger } from '@cluster-dns/runtime';
-import { type Fqdn, isInZone, parentOf, type ZoneChange } from '@cluster-dns/wire';
+import { type Fqdn, isInZone, parentOf, serialNewer, type ZoneChange } from '@cluster-dns/wire';
 
 export interface ZoneServer {
   readonly host: string;
@@ -89,7 +89,9 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         counts.invalidated += dropped;
         state.serial = serial;
         deps.log.info('zone pushed: cached answers follow its changes', { zone, serial, dropped });
-        return true;
+        // Then at once what changed since, as for every later NOTIFY. The serial may have come
+        // through a cache behind the zone's server (a node cache asks the Pod's forwarder), and
+        // what was asked again since the flush may be older than it: the transfer evicts that.
       }
       const change = await deps.transfer(server, zone, state.serial);
       transferred(change.kind);
@@ -97,8 +99,10 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       if (change.kind === 'full') {
         state.epoch++;
         dropped = deps.flushZone(zone);
-      } else if (change.kind === 'incremental' && change.names.size > 0) {
-        const names = new Set<Fqdn>();
+      } else if (change.kind === 'incremental') {
+        // The apex always: its SOA carries the serial, which moves with every change, so a cache
+        // behind us (a node cache) never reads an old serial here.
+        const names = new Set<Fqdn>([zone]);
         for (const name of change.names) {
           for (let n = name; isInZone(n, zone); n = parentOf(n)) {
             names.add(n);
@@ -160,7 +164,8 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
           if (!server || state.serial === undefined || state.syncing) return;
           try {
             const serial = await deps.soaSerial(server, zone);
-            if (serial !== state.serial) {
+            // Only a newer one: a node cache asks through the Pod's forwarder, whose cached SOA may be older.
+            if (serialNewer(serial, state.serial)) {
               deps.log.info('SOA check: serial moved without a NOTIFY; fetching the changes', {
                 zone,
                 held: state.serial,

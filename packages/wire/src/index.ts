@@ -148,6 +148,7 @@ export {
   buildNotify,
   isNotifyAck,
   ixfrQuerySerial,
+  serialNewer,
   TransferEnd,
   type ZoneChange,
   ZoneChangeReader,

@@ -164,3 +164,12 @@ export class TransferEnd {
     return this.records === 1 && decoded.answers.length === 1;
   }
 }
+
+/**
+ * Whether serial `a` is newer than `b` (RFC 1982 serial arithmetic, 32 bits): a cache behind the
+ * zone's server may answer an older SOA, which is no reason to fetch.
+ */
+export function serialNewer(a: number, b: number): boolean {
+  const diff = ((a >>> 0) - (b >>> 0) + 0x1_0000_0000) % 0x1_0000_0000;
+  return diff !== 0 && diff < 0x8000_0000;
+}
