@@ -93,8 +93,8 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     onTransfer: (type, result) => metrics.transferred(type, result),
     answerCacheBytes: options.answerCacheMib * 1048576,
   });
-  const notifier = createRecordBuilderNotifier(options, state, log, metrics);
-  const nodeCacheNotifier = createNodeCacheNotifier(options, state, log, metrics);
+  const notifier = createRecordBuilderNotifier(options, 'forwarders', state, log, metrics);
+  const nodeCacheNotifier = createRecordBuilderNotifier(options, 'node-caches', state, log, metrics);
   state.onChange((owners) => {
     responder.invalidate(owners);
     if (!ready) return;
@@ -275,55 +275,36 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   };
 }
 
-/** The NOTIFY sender of `--notify` (its targets, the zones, the serial), or undefined without one. */
+/**
+ * A NOTIFY sender (its targets, the zones, the serial), or undefined without targets: `--notify`
+ * (each target its own metrics label), or `--notify-node-cache` (at most one NOTIFY per cache per
+ * `--notify-node-cache-interval`, and one label, `node-caches`, so a thousand nodes are not a
+ * thousand series).
+ */
 function createRecordBuilderNotifier(
   options: RecordBuilderOptions,
+  which: 'forwarders' | 'node-caches',
   state: ClusterState,
   log: Logger,
   metrics: ReturnType<typeof createRecordBuilderMetrics>,
 ): Notifier | undefined {
-  if (options.notify.length === 0) return undefined;
+  const nodeCaches = which === 'node-caches';
+  const targets = nodeCaches ? options.notifyNodeCaches : options.notify;
+  if (targets.length === 0) return undefined;
   const targetName = (t: { host: string; port: number }) =>
-    t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
+    nodeCaches ? 'node-caches' : t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
   return createNotifier({
-    targets: options.notify,
+    targets,
     zones: [options.zone, ...options.reverseZones],
     serial: () => state.serial,
     send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
     log,
     heartbeatMs: NOTIFY_HEARTBEAT_MS,
+    minIntervalMs: nodeCaches ? options.notifyNodeCacheIntervalMs : 0,
     hooks: {
       onSent: (t, zone) => metrics.notifySent(targetName(t), zone),
       onFailed: (t, zone) => metrics.notifyFailed(targetName(t), zone),
       onAcked: (t, _zone, ms) => metrics.notifyAcked(targetName(t), ms / 1000),
-    },
-  });
-}
-
-/**
- * The NOTIFY sender of `--notify-node-cache`: the same notifier, at most one NOTIFY per node cache
- * per `--notify-node-cache-interval`, its metrics under one target label (`node-caches`) so a
- * thousand nodes are not a thousand series.
- */
-function createNodeCacheNotifier(
-  options: RecordBuilderOptions,
-  state: ClusterState,
-  log: Logger,
-  metrics: ReturnType<typeof createRecordBuilderMetrics>,
-): Notifier | undefined {
-  if (options.notifyNodeCaches.length === 0) return undefined;
-  return createNotifier({
-    targets: options.notifyNodeCaches,
-    zones: [options.zone, ...options.reverseZones],
-    serial: () => state.serial,
-    send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
-    log,
-    heartbeatMs: NOTIFY_HEARTBEAT_MS,
-    minIntervalMs: options.notifyNodeCacheIntervalMs,
-    hooks: {
-      onSent: (_t, zone) => metrics.notifySent('node-caches', zone),
-      onFailed: (_t, zone) => metrics.notifyFailed('node-caches', zone),
-      onAcked: (_t, _zone, ms) => metrics.notifyAcked('node-caches', ms / 1000),
     },
   });
 }
