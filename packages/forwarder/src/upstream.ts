@@ -112,6 +112,10 @@ async function askUdp(
   });
 }
 
+/** One query on a TCP connection of its own (a truncated answer's retry; force_tcp without a pool). */
+const oneShotTcp: ForwardOptions['exchangeUdp'] = (server, query, options) =>
+  exchangeRaw(server, query, { ...options, transport: 'tcp' });
+
 /**
  * Less time than this left before the deadline is no time for another server. It also absorbs
  * the clocks' difference: libuv runs timers on a millisecond clock read once per loop turn, so the
@@ -139,7 +143,6 @@ export async function forwardQuery(
   let fallback: Buffer | undefined;
   let lastError: unknown;
   const { stats } = options;
-  const oneShotTcp: ForwardOptions['exchangeUdp'] = (s, m, o) => exchangeRaw(s, m, { ...o, transport: 'tcp' });
   const viaTcp = options.exchangeTcp ?? oneShotTcp;
   for (const server of servers) {
     const id = serverText(server);

@@ -1,6 +1,5 @@
 import http from 'node:http';
-import type net from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, ListenOptions } from 'node:net';
 import { bindHint, bindReason, bindTarget, ClusterDnsError } from '@cluster-dns/wire';
 import express, { type Express, type Request } from 'express';
 
@@ -77,7 +76,7 @@ export async function listenHttp(
   await new Promise<void>((resolve, reject) => {
     const failed = (error: Error) => reject(new HttpBindError(`${host}:${port}`, error, options.flags));
     server.once('error', failed);
-    server.listen({ port, host, ...(options.reusePort ? { reusePort: true } : {}) } as net.ListenOptions, () => {
+    server.listen({ port, host, ...(options.reusePort ? { reusePort: true } : {}) } as ListenOptions, () => {
       server.off('error', failed);
       resolve();
     });

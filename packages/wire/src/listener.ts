@@ -104,15 +104,15 @@ export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
  * first, then UDP on the port TCP got, and tries again if UDP finds it taken.
  */
 export async function listenDns(options: ListenDnsOptions): Promise<DnsListener> {
+  if (options.reusePort && !reusePortSupported())
+    throw new DnsBindError(
+      `${options.host}:${options.port}`,
+      new Error(`SO_REUSEPORT needs Node 22.12 or later; this is ${process.version}`),
+      options.flags,
+    );
+  const reusePort = options.reusePort === true;
   let lastError: unknown;
   for (let attempt = 0; attempt < (options.port === 0 ? BIND_ATTEMPTS : 1); attempt++) {
-    if (options.reusePort && !reusePortSupported())
-      throw new DnsBindError(
-        `${options.host}:${options.port}`,
-        new Error(`SO_REUSEPORT needs Node 22.12 or later; this is ${process.version}`),
-        options.flags,
-      );
-    const reusePort = options.reusePort === true;
     const tcp = net.createServer({ allowHalfOpen: true, noDelay: true });
     try {
       await listenTcp(tcp, options.host, options.port, reusePort);
