@@ -136,9 +136,9 @@ export async function startOurs(
   core = SERVER_CORE,
   env = {},
   script = join(ROOT, 'packages', pkg, 'dist/main.js'),
-  { cgroup } = {},
+  { cgroup, node = process.execPath } = {},
 ) {
-  let [command, argv] = pinned(core, process.execPath, [script, ...args]);
+  let [command, argv] = pinned(core, node, [script, ...args]);
   // Into its cgroup (newMemoryCgroup) before it runs: a shell joins, then execs the process.
   if (cgroup) [command, argv] = ['sh', ['-c', `echo $$ > '${cgroup.procs}' && exec "$0" "$@"`, command, ...argv]];
   // launchProcess runs node itself; for pinning, wrap the script in taskset through a tiny shim.

@@ -33,6 +33,7 @@ import {
 } from './lib.mjs';
 import { runPropagation } from './push.mjs';
 import { runScale, runSizing } from './scale.mjs';
+import { runWorkers } from './workers.mjs';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -60,7 +61,6 @@ if (!tools.dnsperf)
 if (!tools.dnsmasq) notes.push('dnsmasq not installed: no side-by-side reference (apt-get install dnsmasq).');
 if (!tools.taskset) notes.push('taskset not found: processes are not pinned to cores.');
 if (!tools.nsd) notes.push('nsd not installed: the record-builder is compared with the 25k QPS floor instead.');
-notes.push('Forwarder with N workers (case 7): not applicable, the forwarder is one process; scale it with replicas.');
 
 /** testkit's API server holding `objects`, and the record-builder on it, on free loopback ports. */
 async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env = {} } = {}) {
@@ -215,6 +215,33 @@ if ([1, 2, 3, 4].some(want)) {
     row('4. record-builder direct, UDP, 10k QPS', 'cluster-dns', await fixedRate(rb.pid, rbPort, names, 10_000));
   }
   await cluster.stop();
+}
+
+// ---- case 7: --workers=2 beside one worker and dnsmasq, cache hits (bench/workers.mjs)
+if (want(7)) {
+  const services = Array.from({ length: 1000 }, (_, i) =>
+    fixtures.service('bench', `svc-${i}`, {
+      clusterIPs: [`10.97.${i >> 8}.${i & 255}`],
+      ports: [{ name: 'http', port: 80 }],
+    }),
+  );
+  const cluster = await startCluster(services, { core: LOAD_CORE });
+  try {
+    await runWorkers({
+      row,
+      notes,
+      names: services.map((s) => [`${s.metadata.name}.bench.svc.cluster.local`, 'A']),
+      rbPort: cluster.rb.ready.dnsPort,
+      forwarderArgs,
+      seconds: quick ? 2 : 3,
+      rounds,
+    });
+    notes.push(
+      'Case 7: two workers run on both cores, one of which dnsperf also uses: on this 2-core machine the load generator takes part of the second worker’s core, so QPS with 2 workers understates what 2 free cores give.',
+    );
+  } finally {
+    await cluster.stop();
+  }
 }
 
 // ---- case 5: 10,000 Services and 100,000 endpoints, on one core and on two (bench/scale.mjs)

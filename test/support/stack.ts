@@ -58,6 +58,8 @@ export async function startStack(
     /** Node's own arguments for each server (the soak gives them the manifest's heap flags). */
     rbNodeArgs?: string[];
     fwNodeArgs?: string[];
+    /** The forwarder's node binary (node22Binary() for --workers). */
+    fwNodeBinary?: string;
     fwArgs?: string[];
     /** A command to run the forwarder under (`prlimit --nofile=…`). */
     fwPrefix?: string[];
@@ -98,6 +100,7 @@ export async function startStack(
   const fw = await launchProcess({
     script: dist('forwarder'),
     nodeArgs: options.fwNodeArgs,
+    ...(options.fwNodeBinary ? { nodeBinary: options.fwNodeBinary } : {}),
     prefix: options.fwPrefix,
     args: [
       '-k',

@@ -14,6 +14,13 @@ export interface StatsSnapshot {
   version: string;
 }
 
+const STATS_NAMES = new Set(['cachesize', 'insertions', 'evictions', 'misses', 'hits', 'auth', 'servers', 'version']);
+
+/** True for the names answerStatsQuery answers (so nothing is summed over workers for any other). */
+export function isStatsName(name: Fqdn): boolean {
+  return STATS_NAMES.has(/^([a-z]+)\.bind\.$/.exec(name)?.[1] ?? '');
+}
+
 /**
  * Answers `cachesize.bind`, `insertions.bind`, `evictions.bind`, `misses.bind`, `hits.bind`,
  * `auth.bind`, `servers.bind` and `version.bind` (CHAOS, TXT): one TXT record, one string each

@@ -17,6 +17,7 @@ import { Registry } from 'prom-client';
 import { monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
 import { ChaosStage } from './chaos-stage.js';
+import type { StatsSnapshot } from './chaos-stats.js';
 import { createConfigReloader } from './config-reloader.js';
 import { type RawConfig, readConfigSources } from './config-source.js';
 import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
@@ -31,6 +32,8 @@ import { type RouteSources, serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
 import { TransferRelayStage } from './transfer-relay-stage.js';
 import { UpstreamStats } from './upstream-stats.js';
+import type { WorkerPeers } from './worker-peers.js';
+import type { ZoneChanged } from './zone-sync.js';
 import { createZoneTransfers } from './zone-transfers.js';
 
 export const VERSION = 'cluster-dns-forwarder-0.1.0';
@@ -43,10 +46,25 @@ export interface ForwarderDeps {
    * files are read with the ConfigMap on each poll, and `routesFrom` turns what was read into routes.
    */
   config?: { files: readonly string[]; routesFrom(raw: RawConfig): RouteSources };
+  /**
+   * One worker of several (--workers, worker-pool.ts): the zone sync and CHAOS statistics are
+   * shared with the others, and /metrics is served by the main thread, which sums every worker's.
+   */
+  peers?: WorkerPeers;
+}
+
+/** Where a started forwarder listens (port 0 in tests picks free ones). */
+export interface ForwarderStarted {
+  port: number;
+  addresses: string[];
+  /** 0 when another serves /metrics (a worker's). */
+  metricsPort: number;
+  /** Node-local mode's NOTIFY port (-notify-listen-address), if any. */
+  notifyPort?: number;
 }
 
 export interface Forwarder {
-  start(): Promise<{ port: number; addresses: string[]; metricsPort: number }>;
+  start(): Promise<ForwarderStarted>;
   /** Lameduck (still answering), then drain: every query in flight is answered before the sockets close. */
   shutdown(): Promise<void>;
   /** Re-reads --config-dir and --resolv-file now (the poll does this on its own). */
@@ -61,6 +79,8 @@ export interface Forwarder {
   detectLoops(): Promise<void>;
   /** Upstreams disabled because they loop back to us. */
   disabledServers(): string[];
+  /** Every metric as prom-client's JSON, for the main thread to sum over workers. */
+  metricsJson(): ReturnType<Registry['getMetricsAsJSON']>;
 }
 
 /**
@@ -101,13 +121,16 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       return { cacheEntriesDropped: dropped };
     },
   });
-  const zoneSync = createZoneTransfers({
-    routes: config.routes,
-    cache,
-    options,
-    notifyFromAnySource: options.notifyListen !== undefined,
-    log,
-  });
+  const transfers = (changed?: ZoneChanged) =>
+    createZoneTransfers({
+      routes: config.routes,
+      cache,
+      options,
+      notifyFromAnySource: options.notifyListen !== undefined,
+      ...(changed ? { changed } : {}),
+      log,
+    });
+  const zoneSync = deps.peers ? deps.peers.zoneSync(transfers, cache) : transfers();
 
   const forward = new ForwardStage({
     routes: config.routes,
@@ -143,7 +166,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     timeoutMs: options.forwardDeadlineMs,
     log,
   });
-  const chaos = new ChaosStage(() => ({
+  const stats = (): StatsSnapshot => ({
     cachesize: options.cacheSize,
     insertions: cache.counts.insertions,
     evictions: cache.counts.evictions,
@@ -158,7 +181,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         return `${serverText(s)} ${c.queries} ${c.failures}`;
       }),
     version: VERSION,
-  }));
+  });
+  const chaos = new ChaosStage(deps.peers ? deps.peers.summedStats(stats) : stats);
   const chain = chainStages<ForwarderRequest>(
     [notify, relay, chaos, new LoopGuardStage(loops), cacheStage],
     (request) => forward.serve(request),
@@ -167,6 +191,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const server = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
   const queries = new ServerQueryCounts(() => ({ server: server(), zone: '.' }));
   createForwarderMetrics(registry, {
+    // With workers, the process's own metrics come once, from the main thread.
+    processMetrics: !deps.peers,
+    ...(deps.peers ? { worker: String(deps.peers.index) } : {}),
     server,
     queries,
     cache,
@@ -234,6 +261,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     rejectedReplies: () => upstreams.rejectedTotal(),
     detectLoops: () => loops.check(config.routes().servers()),
     disabledServers: () => [...disabled],
+    metricsJson: () => registry.getMetricsAsJSON(),
     async start() {
       // A --server that is ourselves is a mistake in the flags: refuse to start, naming it.
       for (const rule of options.rules)
@@ -258,6 +286,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         // Drain: every upstream question in flight ends by --forward-deadline at the latest.
         closers.push(`dns ${host}`, () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
       }
+      let notifyPort: number | undefined;
       if (options.notifyListen) {
         const { host, port } = options.notifyListen;
         const listener = await listenDns({
@@ -268,6 +297,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           reusePort: options.reusePort,
           maxTcpConnections: 100,
         });
+        notifyPort = listener.port;
         closers.push('notify', () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
       }
       const poll = setInterval(() => void config.reload(), options.configPollMs);
@@ -278,27 +308,40 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         soaCheck.unref();
         closers.push('SOA check', () => clearInterval(soaCheck));
       }
-      const metricsHttp = await listenHttp(
-        options.metricsAddress,
-        options.metricsPort,
-        {
-          '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }),
-        },
-        { flags: '--metrics-address, --metrics-port', reusePort: options.reusePort },
-      );
-      closers.push('metrics', () => metricsHttp.close());
+      let metricsPort = 0;
+      if (!deps.peers) {
+        const metricsHttp = await listenHttp(
+          options.metricsAddress,
+          options.metricsPort,
+          {
+            '/metrics': async () => ({
+              status: 200,
+              body: await registry.metrics(),
+              contentType: registry.contentType,
+            }),
+          },
+          { flags: '--metrics-address, --metrics-port', reusePort: options.reusePort },
+        );
+        metricsPort = metricsHttp.port;
+        closers.push('metrics', () => metricsHttp.close());
+      }
       if (options.loopDetect) await loops.check(config.routes().servers());
       const port = listeners[0]?.port ?? 0;
-      log.info('ready', {
+      log.info(deps.peers ? 'worker ready' : 'ready', {
         port,
-        metricsPort: metricsHttp.port,
+        metricsPort,
         addresses: options.listenAddresses,
         reusePort: options.reusePort,
         cacheSize: options.cacheSize,
         udpReceiveBufferBytes: listeners[0]?.udpReceiveBufferBytes() ?? 0,
         routes: config.routes().describe(),
       });
-      return { port, addresses: [...options.listenAddresses], metricsPort: metricsHttp.port };
+      return {
+        port,
+        addresses: [...options.listenAddresses],
+        metricsPort,
+        ...(notifyPort !== undefined ? { notifyPort } : {}),
+      };
     },
     async shutdown() {
       if (!draining) {

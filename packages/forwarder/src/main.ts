@@ -2,7 +2,9 @@
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { createForwarder } from './forwarder.js';
 import { forwarderFlags, toForwarderOptions } from './options.js';
+import { checkWorkers, createWorkerPool } from './worker-pool.js';
 
+const hooks = nodeProcessHooks();
 await runMain(
   {
     program: 'forwarder',
@@ -12,11 +14,29 @@ await runMain(
     shutdownDeadlineMs: 30_000,
     start: async (values, { log }) => {
       const options = toForwarderOptions(values);
-      log.info('starting', { options });
-      const forwarder = createForwarder(options, { log });
+      checkWorkers('--workers', values.workers);
+      log.info('starting', { options, workers: values.workers });
+      const forwarder =
+        values.workers > 1
+          ? createWorkerPool({
+              kind: 'forwarder',
+              program: 'forwarder',
+              argv: hooks.argv,
+              count: values.workers,
+              addresses: options.listenAddresses,
+              port: options.port,
+              metrics: {
+                address: options.metricsAddress,
+                port: options.metricsPort,
+                flags: '--metrics-address, --metrics-port',
+              },
+              reusePort: false,
+              log,
+            })
+          : createForwarder(options, { log });
       await forwarder.start();
       return { shutdown: () => forwarder.shutdown() };
     },
   },
-  nodeProcessHooks(),
+  hooks,
 );

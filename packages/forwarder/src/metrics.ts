@@ -12,6 +12,10 @@ import type { ZoneSync } from './zone-sync.js';
 
 /** What the metrics read at scrape time: each stage's own counters, nothing pushed per query. */
 export interface ForwarderMetricSources {
+  /** The process_* and nodejs_* series; off in a worker thread, whose main thread exports them once. */
+  processMetrics: boolean;
+  /** This worker's index (--workers), for the one series kept per worker. */
+  worker?: string;
   /** CoreDNS's `server` label: `dns://<address>:<port>`, known once listening. */
   server(): string;
   cache: ReplyCache;
@@ -40,7 +44,7 @@ export interface ForwarderMetricSources {
  * path pays nothing for them; the per-query series below are plain counts too.
  */
 export function createForwarderMetrics(registry: Registry, sources: ForwarderMetricSources) {
-  collectProcessMetrics(registry);
+  if (sources.processMetrics) collectProcessMetrics(registry);
   const { cache, cacheStage, forward, upstreams, notify, zones } = sources;
   const server = () => ({ server: sources.server() });
 
@@ -128,6 +132,8 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
         .zones()
         .filter((z) => z.serial !== undefined)
         .map((z) => [{ zone: z.zone }, z.serial as number]),
+    // Every worker holds the same serial.
+    'max',
   );
   labelledFrom(
     registry,
@@ -221,6 +227,7 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Upstreams disabled because they send our queries back to us (--dns-loop-detect).',
     [],
     () => [[{}, sources.loopDisabled()]],
+    'max',
   );
   labelledFrom(registry, 'coredns_forward_requests_total', 'Queries sent to each upstream (every try).', ['to'], () =>
     upstreams.requests.entries(),
@@ -251,7 +258,26 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     '1 when the last try of the upstream got a reply (any rcode), 0 when it got none.',
     ['to'],
     () => [...upstreams.lastAnswered].map(([to, answered]) => [{ to }, answered ? 1 : 0]),
+    // 1 while any worker's last try got a reply.
+    'max',
   );
+
+  // How evenly the kernel spreads clients over the workers' sockets (SO_REUSEPORT hashes each
+  // client's address and port): the one series that is not summed over workers.
+  if (sources.worker !== undefined) {
+    const worker = sources.worker;
+    labelledFrom(
+      registry,
+      'clusterdns_forwarder_worker_queries_total',
+      'Queries each worker answered or dropped (--workers).',
+      ['worker'],
+      () => {
+        let n = 0;
+        for (const [, count] of sources.queries.requests.entries()) n += count;
+        return [[{ worker }, n]];
+      },
+    );
+  }
 
   // The server-level series: plain counts (query-counts.ts), from the pipeline and the express lane.
   const { requests, responses, duration } = sources.queries;

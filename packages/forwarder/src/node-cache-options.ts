@@ -67,6 +67,11 @@ export const nodeCacheFlags = {
       valueName: 'seconds',
     },
   ),
+  workers: flag.int(
+    'worker threads, each binding the DNS port with SO_REUSEPORT (Node.js 22.12+); 0: one per core where SO_REUSEPORT works, else 1',
+    0,
+    { min: 0, max: 256 },
+  ),
   skipteardown: flag.bool('leave the interface and rules on exit (for a hand-over between two instances)'),
   basecorefile: flag.string(
     'the node-local-dns ConfigMap’s Corefile: the template, with its placeholders',

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import {
   CloseStack,
   ConfigError,
@@ -15,22 +16,25 @@ import type { RawConfig } from './config-source.js';
 import { readConfigSources } from './config-source.js';
 import { parseCorefile } from './corefile.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
-import { createForwarder, type Forwarder } from './forwarder.js';
+import { createForwarder, type Forwarder, type ForwarderDeps } from './forwarder.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
 import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
 import type { ForwarderOptions } from './options.js';
 import type { RouteSources } from './route-table.js';
+import { checkWorkers, createWorkerPool } from './worker-pool.js';
 
 export interface NodeCacheDeps {
   log: Logger;
   run: CommandRunner;
   /** The process's environment: `<UPSTREAMSVC>_SERVICE_HOST` is read from it. */
   env: Readonly<Record<string, string | undefined>>;
+  /** The process's flags as given: each worker (-workers) parses them again. */
+  argv: readonly string[];
 }
 
 export interface NodeCache {
-  readonly forwarder: Forwarder;
+  readonly forwarder: Serving;
   readonly plumbing: NodePlumbing;
   /** Where each listener ended up (port 0 in tests picks free ones). */
   readonly ports: { dns: number; metrics: number; health: number | undefined; setupMetrics: number };
@@ -64,14 +68,23 @@ function sourcesOf(plan: NodeLocalPlan, raw: RawConfig, resolvFile: string): Rou
   };
 }
 
+/** The forwarder of node-local mode, as the main thread and each worker (--workers) build it. */
+export interface NodeCacheForwarder {
+  plan: NodeLocalPlan;
+  options: ForwarderOptions;
+  config: NonNullable<ForwarderDeps['config']>;
+  kubeDnsDir: string;
+}
+
 /**
- * Node-local mode: the forwarder run as NodeLocal DNSCache's node-cache is. Its flags, its
- * Corefile (filled as node-cache fills it, and read again with the kube-dns ConfigMap every 10 s),
- * the link and rules on the node (node-plumbing.ts), health and metrics where node-cache has them.
- * Order at start, as node-cache: the link first (the local IPs must exist to be bound), then the
- * listeners, then the rules, so no rule ever points at a cache that is not answering.
+ * The forwarder's options and routes from node-cache's flags and the Corefile (filled as node-cache
+ * fills it, and read again with the kube-dns ConfigMap every 10 s). `writeRendered`: whether this
+ * one writes the filled-in Corefile to -conf (one writer per process).
  */
-export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDeps): Promise<NodeCache> {
+export async function nodeCacheForwarder(
+  values: NodeCacheValues,
+  deps: { log: Logger; env: NodeCacheDeps['env']; writeRendered: boolean },
+): Promise<NodeCacheForwarder> {
   const { log } = deps;
   const localIps = localIpsOf(values);
   const basePath = values.basecorefile;
@@ -98,7 +111,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     return { text, plan: planNodeLocal(parseCorefile(text, basePath), basePath) };
   };
   const writeRendered = async (text: string) => {
-    if (text === lastText || values.conf === '') return;
+    if (!deps.writeRendered || text === lastText || values.conf === '') return;
     lastText = text;
     await writeFile(values.conf, text).catch((error: unknown) =>
       log.warn('could not write the filled-in Corefile (it is only for reading)', { path: values.conf, err: error }),
@@ -108,27 +121,6 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
   const initial = await readConfigSources(kubeDnsDir, resolvFile, [basePath]);
   const { plan, text } = planOf(initial);
   await writeRendered(text);
-
-  const firewall =
-    values.firewall === 'auto' ? await detectFirewall(deps.run, localIps[0]?.includes(':') ?? false) : values.firewall;
-  const plumbing = new NodePlumbing(
-    {
-      localIps,
-      port: plan.port,
-      healthPort: values['health-port'],
-      interfaceName: values.interfacename,
-      interfaceType: values['interface-type'],
-      setupInterface: values.setupinterface,
-      setupRules: values.setupiptables,
-      firewall,
-    },
-    deps.run,
-    log,
-  );
-  const setupErrors = new Map<SetupErrorType, number>(SETUP_ERRORS.map((t) => [t, 0]));
-  const count = (errors: readonly SetupErrorType[]) => {
-    for (const e of errors) setupErrors.set(e, (setupErrors.get(e) ?? 0) + 1);
-  };
 
   const options: ForwarderOptions = {
     rules: [],
@@ -168,6 +160,64 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     transferRelayFrom: [],
     ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
   };
+  const config = {
+    files: [basePath],
+    routesFrom: (raw: RawConfig) => {
+      const next = planOf(raw);
+      const fixed = (p: NodeLocalPlan) => JSON.stringify([p.listenAddresses, p.port, p.metrics, p.health, p.cacheSize]);
+      if (fixed(next.plan) !== fixed(plan))
+        log.warn(
+          'the Corefile changed its binds, port, prometheus, health or cache sizes: those apply at the next restart',
+        );
+      void writeRendered(next.text);
+      return sourcesOf(next.plan, raw, resolvFile);
+    },
+  };
+  return { plan, options, config, kubeDnsDir };
+}
+
+/** What runs the DNS side: one forwarder in this thread, or a pool of workers. */
+type Serving = Pick<Forwarder, 'start' | 'shutdown'>;
+
+/** -workers: as given, or (0) one per core where SO_REUSEPORT works, as CoreDNS's multisocket does. */
+function workersOf(values: NodeCacheValues): number {
+  checkWorkers('-workers', values.workers);
+  return values.workers || (reusePortSupported() ? availableParallelism() : 1);
+}
+
+/**
+ * Node-local mode: the forwarder run as NodeLocal DNSCache's node-cache is. Its flags, its
+ * Corefile (nodeCacheForwarder), the link and rules on the node (node-plumbing.ts), health and
+ * metrics where node-cache has them. Order at start, as node-cache: the link first (the local IPs
+ * must exist to be bound), then the listeners, then the rules, so no rule ever points at a cache
+ * that is not answering.
+ */
+export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDeps): Promise<NodeCache> {
+  const { log } = deps;
+  const localIps = localIpsOf(values);
+  const workers = workersOf(values);
+  const { plan, options, config } = await nodeCacheForwarder(values, { log, env: deps.env, writeRendered: true });
+
+  const firewall =
+    values.firewall === 'auto' ? await detectFirewall(deps.run, localIps[0]?.includes(':') ?? false) : values.firewall;
+  const plumbing = new NodePlumbing(
+    {
+      localIps,
+      port: plan.port,
+      healthPort: values['health-port'],
+      interfaceName: values.interfacename,
+      interfaceType: values['interface-type'],
+      setupInterface: values.setupinterface,
+      setupRules: values.setupiptables,
+      firewall,
+    },
+    deps.run,
+    log,
+  );
+  const setupErrors = new Map<SetupErrorType, number>(SETUP_ERRORS.map((t) => [t, 0]));
+  const count = (errors: readonly SetupErrorType[]) => {
+    for (const e of errors) setupErrors.set(e, (setupErrors.get(e) ?? 0) + 1);
+  };
 
   const closers = new CloseStack();
   // Ours are closed by then: a bind that fails means a newer instance took over (SO_REUSEPORT).
@@ -175,26 +225,24 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     for (const ip of plan.listenAddresses) if (await udpPortInUse(ip, plan.port)) return true;
     return false;
   };
-  let forwarder: Forwarder | undefined;
+  let forwarder: Serving | undefined;
   try {
     count((await plumbing.ensureInterface()).errors);
-    forwarder = createForwarder(options, {
-      log,
-      config: {
-        files: [basePath],
-        routesFrom: (raw) => {
-          const next = planOf(raw);
-          const fixed = (p: NodeLocalPlan) =>
-            JSON.stringify([p.listenAddresses, p.port, p.metrics, p.health, p.cacheSize]);
-          if (fixed(next.plan) !== fixed(plan))
-            log.warn(
-              'the Corefile changed its binds, port, prometheus, health or cache sizes: those apply at the next restart',
-            );
-          void writeRendered(next.text);
-          return sourcesOf(next.plan, raw, resolvFile);
-        },
-      },
-    });
+    forwarder =
+      workers > 1
+        ? createWorkerPool({
+            kind: 'node-cache',
+            program: 'node-cache',
+            argv: deps.argv,
+            count: workers,
+            addresses: options.listenAddresses,
+            port: options.port,
+            ...(options.notifyListen ? { notifyPort: options.notifyListen.port } : {}),
+            metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
+            reusePort: options.reusePort,
+            log,
+          })
+        : createForwarder(options, { log, config });
     const running = forwarder;
     const started = await running.start();
 

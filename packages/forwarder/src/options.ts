@@ -73,6 +73,11 @@ export const forwarderFlags = {
   // connection: the client closes first, so a query never races our close on a reused connection.
   'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 30_000),
   'edns-packet-max': ednsPacketMaxFlag(),
+  workers: flag.int(
+    'worker threads, each with its own cache, binding the DNS port with SO_REUSEPORT so the kernel spreads clients over them; above 1 needs Node.js 22.12+',
+    1,
+    { min: 1, max: 256 },
+  ),
   'metrics-port': flag.int('Prometheus /metrics port (CoreDNS’s 9153); 0 picks a free one', 9153, {
     min: 0,
     max: 65535,

@@ -22,8 +22,16 @@ export interface ZoneSyncDeps {
   evictNames(names: Iterable<Fqdn>): number;
   /** Drops every cached entry in the zone; returns how many. */
   flushZone(zone: Fqdn): number;
+  /**
+   * After each change applied here: the serial now held and what was dropped (the whole zone, or
+   * these names). Workers (worker-peers.ts) hand it to the other workers' caches.
+   */
+  changed?(zone: Fqdn, serial: number, dropped: 'zone' | ReadonlySet<Fqdn>): void;
   log: Logger;
 }
+
+/** The hook told each change a zone sync applied. */
+export type ZoneChanged = NonNullable<ZoneSyncDeps['changed']>;
 
 /** What zone sync counts: transfers by result, and cache entries dropped because a name changed. */
 export interface ZoneSyncCounts {
@@ -88,6 +96,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         const dropped = deps.flushZone(zone);
         counts.invalidated += dropped;
         state.serial = serial;
+        deps.changed?.(zone, serial, 'zone');
         deps.log.info('zone pushed: cached answers follow its changes', { zone, serial, dropped });
         // Then at once what changed since, as for every later NOTIFY. The serial may have come
         // through a cache behind the zone's server (a node cache asks the Pod's forwarder), and
@@ -96,13 +105,15 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       const change = await deps.transfer(server, zone, state.serial);
       transferred(change.kind);
       let dropped = 0;
+      let names: Set<Fqdn> | 'zone' | undefined;
       if (change.kind === 'full') {
         state.epoch++;
         dropped = deps.flushZone(zone);
+        names = 'zone';
       } else if (change.kind === 'incremental') {
         // The apex always: its SOA carries the serial, which moves with every change, so a cache
         // behind us (a node cache) never reads an old serial here.
-        const names = new Set<Fqdn>([zone]);
+        names = new Set<Fqdn>([zone]);
         for (const name of change.names) {
           for (let n = name; isInZone(n, zone); n = parentOf(n)) {
             names.add(n);
@@ -114,6 +125,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       }
       counts.invalidated += dropped;
       state.serial = change.serial;
+      if (names) deps.changed?.(zone, change.serial, names);
       return true;
     } catch (error) {
       transferred('failed');

@@ -11,7 +11,7 @@ import {
 } from '@cluster-dns/wire';
 import type { ReplyCache } from './cache.js';
 import { type RouteTable, serverText } from './route-table.js';
-import { createZoneSync, type ZoneSync } from './zone-sync.js';
+import { createZoneSync, type ZoneSync, type ZoneSyncDeps } from './zone-sync.js';
 
 /**
  * Zone sync (zone-sync.ts) on the network: a zone's server is the first server of its route, NOTIFY
@@ -24,6 +24,8 @@ export function createZoneTransfers(deps: {
   options: { forwardDeadlineMs: number; upstreamTimeoutMs: number };
   /** NOTIFY from anywhere (node-local mode): it only makes us fetch from the zone's own server. */
   notifyFromAnySource?: boolean;
+  /** Told each change applied (workers hand it to the other workers' caches). */
+  changed?: ZoneSyncDeps['changed'];
   log: Logger;
 }): ZoneSync {
   const { cache, options } = deps;
@@ -56,6 +58,7 @@ export function createZoneTransfers(deps: {
     },
     evictNames: (names) => cache.evictNames(names),
     flushZone: (zone) => cache.flushZone(zone),
+    ...(deps.changed ? { changed: deps.changed } : {}),
     log: deps.log,
   });
 }

@@ -1,7 +1,15 @@
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { runCommand, startTestUpstream, waitFor } from '@cluster-dns/testkit';
-import { buildQueryMessage, decodeMessage, encodeMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import {
+  buildQueryMessage,
+  decodeMessage,
+  encodeMessage,
+  QTYPE,
+  queryDns,
+  RCODE,
+  reusePortSupported,
+} from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { forwarderFlags } from '../src/options.js';
 import { launchForwarder, MAIN } from './harness.js';
@@ -57,6 +65,17 @@ describe('forwarder as a process', () => {
     expect(out.status).toBe(2);
     expect(out.stderr).toContain(message);
   });
+
+  // This test's own node: Node 20 on these machines (workers on Node 22: test/workers.e2e.test.ts).
+  it.skipIf(reusePortSupported())(
+    'refuses --workers above 1 where Node has no SO_REUSEPORT, naming the flag and the version needed',
+    async () => {
+      const out = await run(['--workers=2', '--port=0', '--metrics-port=0', '--no-resolv']);
+      expect(out.status).toBe(2);
+      expect(out.stderr).toContain('--workers');
+      expect(out.stderr).toContain('Node.js 22.12');
+    },
+  );
 
   it('serves, survives malformed packets, and exits 0 on SIGTERM', async () => {
     const up = await startTestUpstream({ records: { 'example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] } });

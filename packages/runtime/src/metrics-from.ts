@@ -47,18 +47,23 @@ export function labelledFrom(
   });
 }
 
-/** A labelled gauge read from `read()` at scrape time. */
+/**
+ * A labelled gauge read from `read()` at scrape time. `aggregator`: how prom-client's
+ * AggregatorRegistry combines it over worker threads (default: summed).
+ */
 export function gaugeFrom(
   registry: Registry,
   name: string,
   help: string,
   labelNames: string[],
   read: () => Array<[Record<string, string>, number]>,
+  aggregator: 'sum' | 'max' = 'sum',
 ): void {
   new Gauge({
     name,
     help,
     labelNames,
+    aggregator,
     registers: [registry],
     collect() {
       for (const [labels, value] of read()) this.labels(labels).set(value);

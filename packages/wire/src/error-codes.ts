@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   UDP_POOL_CLOSED: 'a query sent after an upstream socket pool (UDP, or kept TCP connections) was closed',
   ZONE_TRANSFER_FAILED: 'an IXFR or AXFR reply was refused or not a zone transfer',
   // Processes.
+  WORKER_FAILED: 'a forwarder worker thread (--workers) failed to start',
   UPSTREAMS_FAILED: 'no upstream of a route answered',
   API_REQUEST_FAILED: 'a Kubernetes API list or watch request failed',
   PROBE_FAILED: 'a sidecar DNS probe got no usable answer',

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import {
+  ClusterDnsError,
+  collectProcessMetrics,
+  counterFrom,
+  FlagError,
+  gaugeFrom,
+  type Logger,
+  listenHttp,
+} from '@cluster-dns/runtime';
+import { reusePortSupported } from '@cluster-dns/wire';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import type { ForwarderStarted } from './forwarder.js';
+
+type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
+
+/** What each worker thread is started with (forwarder-worker.ts). */
+export interface WorkerData {
+  kind: 'forwarder' | 'node-cache';
+  program: string;
+  /** The process's flags, parsed again in the worker (functions and sockets do not cross threads). */
+  argv: readonly string[];
+  index: number;
+  count: number;
+  /** The DNS port every worker binds (the first worker's, when the flags say 0). */
+  port: number;
+  notifyPort: number | undefined;
+  /** The BroadcastChannel the workers share (worker-peers.ts). */
+  channel: string;
+}
+
+export type ToWorker = { t: 'metrics'; id: number } | { t: 'stop' };
+type FromWorker =
+  | { t: 'ready'; port: number; notifyPort: number | undefined }
+  | { t: 'failed'; error: { message?: string; code?: string } }
+  | { t: 'metrics'; id: number; json: MetricsJson }
+  | { t: 'stopped' };
+
+export interface WorkerPool {
+  start(): Promise<ForwarderStarted>;
+  /** Every worker's lameduck and drain, at once. */
+  shutdown(): Promise<void>;
+}
+
+/** --workers above 1 needs SO_REUSEPORT: Node 22.12+ (the images run Node 22). */
+export function checkWorkers(flag: string, workers: number): void {
+  if (workers > 1 && !reusePortSupported())
+    throw new FlagError(
+      flag,
+      String(workers),
+      `1 on Node.js ${process.versions.node}: more workers bind one port with SO_REUSEPORT, which needs Node.js 22.12 or later`,
+    );
+}
+
+/**
+ * --workers=N: N forwarders in worker threads of one process, each binding the DNS port with
+ * SO_REUSEPORT, so the kernel spreads clients over them by address and port (node:cluster hands
+ * every worker one shared UDP handle, and one worker then takes most datagrams). Each worker has
+ * its own cache; worker 0 leads zone sync and the others drop what it drops (worker-peers.ts).
+ * This thread serves /metrics, summed over the workers, and restarts a worker that dies.
+ */
+export function createWorkerPool(options: {
+  kind: WorkerData['kind'];
+  program: string;
+  argv: readonly string[];
+  count: number;
+  addresses: readonly string[];
+  port: number;
+  notifyPort?: number;
+  /** Where the summed /metrics is served (port 0: a free one). */
+  metrics: { address: string; port: number; flags: string };
+  /** Bind /metrics with SO_REUSEPORT too (node-local mode's handover). */
+  reusePort: boolean;
+  log: Logger;
+}): WorkerPool {
+  const { log, count } = options;
+  const channel = `cluster-dns-${randomUUID()}`;
+  const workers: Array<Worker | undefined> = new Array(count).fill(undefined);
+  const metricsWaiters = new Map<number, (json: MetricsJson) => void>();
+  let nextId = 1;
+  let stopping = false;
+  let restarts = 0;
+  let port = options.port;
+  let notifyPort = options.notifyPort;
+
+  const registry = new Registry();
+  collectProcessMetrics(registry);
+  gaugeFrom(registry, 'clusterdns_forwarder_workers', 'Worker threads serving now (--workers).', [], () => [
+    [{}, workers.filter(Boolean).length],
+  ]);
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_worker_restarts_total',
+    'Worker threads that died and were started again.',
+    () => restarts,
+  );
+
+  const spawn = (index: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const data: WorkerData = {
+        kind: options.kind,
+        program: options.program,
+        argv: options.argv,
+        index,
+        count,
+        port,
+        notifyPort,
+        channel,
+      };
+      const worker = new Worker(new URL('./forwarder-worker.js', import.meta.url), { workerData: data });
+      let ready = false;
+      worker.on('message', (message: FromWorker) => {
+        if (message.t === 'ready') {
+          ready = true;
+          workers[index] = worker;
+          port = message.port;
+          notifyPort = message.notifyPort;
+          resolve();
+        } else if (message.t === 'failed') {
+          const { code, message: text = 'worker failed to start' } = message.error;
+          reject(
+            code === 'DNS_BIND' || code === 'HTTP_BIND' || code === 'COREFILE_INVALID' || code === 'FLAG_INVALID'
+              ? new ClusterDnsError(code, text)
+              : new ClusterDnsError('WORKER_FAILED', `worker ${index}: ${text}`),
+          );
+        } else if (message.t === 'metrics') {
+          metricsWaiters.get(message.id)?.(message.json);
+        } else if (message.t === 'stopped') {
+          // Drained; whatever handle is left (an unref'd timer) must not hold the process.
+          void worker.terminate();
+        }
+      });
+      worker.on('error', (error) => log.error('worker failed', { worker: index, err: error }));
+      worker.on('exit', (code) => {
+        if (workers[index] === worker) workers[index] = undefined;
+        if (!ready)
+          reject(new ClusterDnsError('WORKER_FAILED', `worker ${index} exited (${code}) before it was ready`));
+        else if (!stopping) {
+          // The kernel sends its clients to the others meanwhile; its cache starts empty.
+          restarts++;
+          log.error('worker exited; starting it again', { worker: index, code });
+          const again = () =>
+            spawn(index).catch((error: unknown) => {
+              log.error('worker did not start again; retrying', { worker: index, err: error });
+              if (!stopping) setTimeout(again, 1_000).unref();
+            });
+          setTimeout(again, 100).unref();
+        }
+      });
+    });
+
+  const workerMetrics = (worker: Worker): Promise<MetricsJson | undefined> =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        metricsWaiters.delete(id);
+        resolve(undefined);
+      }, 2_000);
+      metricsWaiters.set(id, (json) => {
+        clearTimeout(timer);
+        metricsWaiters.delete(id);
+        resolve(json);
+      });
+      worker.postMessage({ t: 'metrics', id } satisfies ToWorker);
+    });
+
+  let closeHttp: (() => Promise<void>) | undefined;
+  return {
+    async start() {
+      try {
+        // The first alone, so a port of 0 is picked once and the others bind beside it.
+        await spawn(0);
+        await Promise.all(Array.from({ length: count - 1 }, (_, i) => spawn(i + 1)));
+      } catch (error) {
+        stopping = true;
+        await Promise.all(workers.map((w) => w?.terminate()));
+        throw error;
+      }
+      const http = await listenHttp(
+        options.metrics.address,
+        options.metrics.port,
+        {
+          '/metrics': async () => {
+            const all = await Promise.all(workers.filter((w) => w !== undefined).map(workerMetrics));
+            const summed = AggregatorRegistry.aggregate([
+              await registry.getMetricsAsJSON(),
+              ...all.filter((j) => j !== undefined),
+            ]);
+            return { status: 200, body: await summed.metrics(), contentType: summed.contentType };
+          },
+        },
+        { flags: options.metrics.flags, reusePort: options.reusePort },
+      );
+      closeHttp = () => http.close();
+      const started = {
+        port,
+        addresses: [...options.addresses],
+        metricsPort: http.port,
+        ...(notifyPort !== undefined ? { notifyPort } : {}),
+      };
+      log.info('ready', { ...started, workers: count, reusePort: true });
+      return started;
+    },
+    async shutdown() {
+      stopping = true;
+      await Promise.all(
+        workers.map(
+          (worker) =>
+            worker &&
+            new Promise<void>((resolve) => {
+              worker.once('exit', () => resolve());
+              worker.postMessage({ t: 'stop' } satisfies ToWorker);
+            }),
+        ),
+      );
+      await closeHttp?.();
+    },
+  };
+}
