@@ -208,14 +208,14 @@ async function eventToAnswer(api, dnsPort, count) {
 }
 
 /**
- * The heap flags of a container in manifests/deployment.yaml (kubedns, the record-builder, unless
+ * The heap flags of a container in manifests/base/deployment.yaml (kubedns, the record-builder, unless
  * told), so the bench measures what ships; --expose-gc lets it ask for a full GC before reading RSS.
  */
 export function manifestNodeOptions(container = 'kubedns') {
-  const yaml = readFileSync(join(ROOT, 'manifests/deployment.yaml'), 'utf8');
+  const yaml = readFileSync(join(ROOT, 'manifests/base/deployment.yaml'), 'utf8');
   const at = yaml.indexOf(`- name: ${container}\n`);
   const value = at < 0 ? undefined : /name: NODE_OPTIONS, value: ([^}]+?) \}/.exec(yaml.slice(at))?.[1];
-  if (!value) throw new Error(`manifests/deployment.yaml: no NODE_OPTIONS for the ${container} container`);
+  if (!value) throw new Error(`manifests/base/deployment.yaml: no NODE_OPTIONS for the ${container} container`);
   return `${value} --expose-gc`;
 }
 

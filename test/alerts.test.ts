@@ -116,4 +116,11 @@ describe.skipIf(!kubectl)('kustomize', () => {
     expect(daemonSet?.spec.template.spec.containers[0]?.ports).toBeUndefined();
     expect(daemonSet?.spec.template.spec.hostNetwork).toBe(true);
   });
+
+  it('the cluster-ip overlay renders the Service at the other address', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests/overlays/cluster-ip`]);
+    expect(run.status, run.stderr).toBe(0);
+    const objects = loadAllYaml(run.stdout) as Array<{ kind: string; spec?: { clusterIP?: string } }>;
+    expect(objects.find((o) => o.kind === 'Service')?.spec?.clusterIP).toBe('10.0.0.10');
+  });
 });

@@ -23,13 +23,13 @@ if (unavailable)
 
 /** The dnsmasq container's args, read from the manifest operators apply: never a hand copy. */
 function manifestForwarderArgs(): string[] {
-  const docs = loadAllYaml(readFileSync(`${root}/manifests/deployment.yaml`, 'utf8')) as Array<{
+  const docs = loadAllYaml(readFileSync(`${root}/manifests/base/deployment.yaml`, 'utf8')) as Array<{
     kind: string;
     spec: { template: { spec: { containers: Array<{ name: string; args: string[] }> } } };
   }>;
   const deployment = docs.find((d) => d.kind === 'Deployment');
   const args = deployment?.spec.template.spec.containers.find((c) => c.name === 'dnsmasq')?.args;
-  if (!args) throw new Error('manifests/deployment.yaml has no dnsmasq container args');
+  if (!args) throw new Error('manifests/base/deployment.yaml has no dnsmasq container args');
   return args;
 }
 

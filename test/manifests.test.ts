@@ -27,7 +27,7 @@ function load(dir: string): Obj[] {
     .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
     .flatMap((f) => loadAllYaml(readFileSync(`${root}/${dir}/${f}`, 'utf8')) as Obj[]);
 }
-const base = load('manifests');
+const base = load('manifests/base');
 const extras = load('manifests/extras');
 const find = (kind: string) => base.find((o) => o.kind === kind) as Obj;
 type Container = {
@@ -65,10 +65,12 @@ describe('manifests', () => {
   });
 
   it('lists every base manifest in kustomization.yaml', () => {
-    const kustomization = loadAllYaml(readFileSync(`${root}/manifests/kustomization.yaml`, 'utf8'))[0] as {
+    const kustomization = loadAllYaml(readFileSync(`${root}/manifests/base/kustomization.yaml`, 'utf8'))[0] as {
       resources: string[];
     };
-    const files = readdirSync(`${root}/manifests`).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+    const files = readdirSync(`${root}/manifests/base`).filter(
+      (f) => f.endsWith('.yaml') && f !== 'kustomization.yaml',
+    );
     expect([...kustomization.resources].sort()).toEqual(files.sort());
   });
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // pnpm pod-test: the real Pod, run here. Builds a node:22-bookworm-slim equivalent offline
 // (mmdebstrap + Node 22 from the npm registry), the three images from docker/Dockerfile, and runs
-// manifests/deployment.yaml with podman kube play in a network namespace of its own, changed only
+// manifests/base/deployment.yaml with podman kube play in a network namespace of its own, changed only
 // as a test cluster needs (a kubeconfig for testkit's API server, replicas 1, the ConfigMap),
 // derived by code from the real file. Then it checks what kubelet and clients would see, stops the
 // pod as kubelet would, and removes everything it made, also when interrupted.
 //   node test/pod/run.mjs [--if-available] [--keep] [--manifest=path] [--no-save]
 // --if-available: exit 0 with a line saying why when podman, root or the tools are missing.
 // --keep: leave the scratch folder (pod specs, kubeconfigs) for a look; images go regardless.
-// --manifest: run another Deployment file (default manifests/deployment.yaml).
+// --manifest: run another Deployment file (default manifests/base/deployment.yaml).
 // --no-save: skip the OCI archives in build/images.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -23,7 +23,7 @@ const argv = process.argv.slice(2);
 const flag = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const ifAvailable = argv.includes('--if-available');
 const keep = argv.includes('--keep');
-const MANIFEST = flag('manifest') ?? join(ROOT, 'manifests/deployment.yaml');
+const MANIFEST = flag('manifest') ?? join(ROOT, 'manifests/base/deployment.yaml');
 const PROCESSES = ['record-builder', 'forwarder', 'sidecar'];
 const IMAGE = (p) => `ghcr.io/cluster-dns/${p}:0.1.0`;
 const BASE = 'docker.io/library/node:22-bookworm-slim';

@@ -141,26 +141,26 @@ interface ManifestContainer {
   env?: Array<{ name: string; value?: string }>;
 }
 
-/** A container of the Deployment in manifests/deployment.yaml, as the manifest writes it. */
+/** A container of the Deployment in manifests/base/deployment.yaml, as the manifest writes it. */
 function manifestContainer(container: string): ManifestContainer | undefined {
-  const docs = loadAllYaml(readFileSync(`${root}/manifests/deployment.yaml`, 'utf8')) as Array<{
+  const docs = loadAllYaml(readFileSync(`${root}/manifests/base/deployment.yaml`, 'utf8')) as Array<{
     kind: string;
     spec?: { template?: { spec?: { containers?: ManifestContainer[] } } };
   }>;
   return docs.find((d) => d.kind === 'Deployment')?.spec?.template?.spec?.containers?.find((c) => c.name === container);
 }
 
-/** A container's memory limit in manifests/deployment.yaml, in MiB: what the OOM killer enforces. */
+/** A container's memory limit in manifests/base/deployment.yaml, in MiB: what the OOM killer enforces. */
 export function manifestMemoryLimitMiB(container: string): number {
   const match = /^(\d+)Mi$/.exec(manifestContainer(container)?.resources?.limits?.memory ?? '');
-  if (!match) throw new Error(`manifests/deployment.yaml: no memory limit in Mi for the ${container} container`);
+  if (!match) throw new Error(`manifests/base/deployment.yaml: no memory limit in Mi for the ${container} container`);
   return Number(match[1]);
 }
 
-/** The NODE_OPTIONS of a container in manifests/deployment.yaml, as node arguments (its heap flags). */
+/** The NODE_OPTIONS of a container in manifests/base/deployment.yaml, as node arguments (its heap flags). */
 export function manifestNodeArgs(container: string): string[] {
   const value = manifestContainer(container)?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
-  if (!value) throw new Error(`manifests/deployment.yaml: no NODE_OPTIONS for the ${container} container`);
+  if (!value) throw new Error(`manifests/base/deployment.yaml: no NODE_OPTIONS for the ${container} container`);
   return value.split(/\s+/).filter(Boolean);
 }
 
