@@ -2,6 +2,9 @@ import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { forwarderFlags, toForwarderOptions } from '@cluster-dns/forwarder';
+import { recordBuilderFlags, toRecordBuilderOptions } from '@cluster-dns/record-builder';
+import { parseFlags } from '@cluster-dns/runtime';
 import { hasCommand, runCommand } from '@cluster-dns/testkit';
 import { dumpYaml, loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -122,5 +125,37 @@ describe.skipIf(!kubectl)('kustomize', () => {
     expect(run.status, run.stderr).toBe(0);
     const objects = loadAllYaml(run.stdout) as Array<{ kind: string; spec?: { clusterIP?: string } }>;
     expect(objects.find((o) => o.kind === 'Service')?.spec?.clusterIP).toBe('10.0.0.10');
+  });
+
+  it('the node-local push overlay: the record-builder finds the DaemonSet’s pods by their own label, knows its pod IP, and the forwarder relays transfers', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests/overlays/node-local-push`]);
+    expect(run.status, run.stderr).toBe(0);
+    type Container = {
+      name: string;
+      args: string[];
+      env?: Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+    };
+    const deployment = (
+      loadAllYaml(run.stdout) as Array<{ kind: string; spec: { template: { spec: { containers: Container[] } } } }>
+    ).find((o) => o.kind === 'Deployment');
+    const containers = deployment?.spec.template.spec.containers ?? [];
+    const kubedns = containers.find((c) => c.name === 'kubedns') as Container;
+    // The downward API's pod IP, as the kubelet expands $(POD_IP) in args.
+    expect(kubedns.env?.find((e) => e.name === 'POD_IP')?.valueFrom?.fieldRef?.fieldPath).toBe('status.podIP');
+    const args = kubedns.args.map((a) => a.replace('$(POD_IP)', '10.244.0.5'));
+    const options = toRecordBuilderOptions(parseFlags(recordBuilderFlags, args).values);
+    expect(options.podIp).toBe('10.244.0.5');
+    // The selector picks the node-local DaemonSet's pods (manifests/node-local), by their labels.
+    const daemonSet = (
+      loadAllYaml(readFileSync(`${root}/manifests/node-local/daemonset.yaml`, 'utf8')) as Array<{
+        kind: string;
+        spec: { template: { metadata: { labels: Record<string, string> } } };
+      }>
+    ).find((o) => o.kind === 'DaemonSet');
+    const [key, value] = (options.nodeCacheDiscovery?.labelSelector ?? '').split('=');
+    expect(daemonSet?.spec.template.metadata.labels[key as string]).toBe(value);
+    expect(options.nodeCacheDiscovery?.namespace).toBe('kube-system');
+    const dnsmasq = containers.find((c) => c.name === 'dnsmasq') as Container;
+    expect(toForwarderOptions(parseFlags(forwarderFlags, dnsmasq.args).values).transferRelayFrom.length).toBe(1);
   });
 });

@@ -3,4 +3,4 @@
 export { parseCorefile } from './corefile.js';
 export { nodeCacheFlags } from './node-cache-options.js';
 export { planNodeLocal } from './node-local-plan.js';
-export { forwarderFlags } from './options.js';
+export { forwarderFlags, toForwarderOptions } from './options.js';

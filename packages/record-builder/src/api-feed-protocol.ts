@@ -1,15 +1,15 @@
-import type { EndpointGroup, PodInfo, ServiceInfo } from './cluster-model.js';
+import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceInfo } from './cluster-model.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 
-/** What the reflectors watch. */
-export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods';
+/** What the reflectors watch. `node-caches`: the node-local DaemonSet's pods (--node-cache-selector). */
+export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods' | 'node-caches';
 
 /** The latest state of one object: null when it was deleted. */
 export interface FeedUpdate {
   readonly resource: ResourceName;
   readonly namespace: string;
   readonly name: string;
-  readonly value: ServiceInfo | EndpointGroup | PodInfo | null;
+  readonly value: ServiceInfo | EndpointGroup | PodInfo | NodeCacheInfo | null;
   /** When the API worker read it off the watch or list (ms since epoch). */
   readonly readAtMs: number;
 }
@@ -53,4 +53,6 @@ export interface WorkerConfig {
   /** Objects the store holds already (after a worker restart): a relist drops those gone. */
   readonly known: Partial<Record<ResourceName, readonly string[]>>;
   readonly logLevel: 'info' | 'debug';
+  /** Where the node caches' pods are listed from (with `node-caches` among the resources). */
+  readonly nodeCaches?: { readonly namespace: string; readonly labelSelector: string };
 }

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
 import type { FeedMarker, FeedUpdate, ResourceName, WorkerConfig, WorkerMessage } from './api-feed-protocol.js';
-import type { EndpointGroup, PodInfo, ServiceInfo } from './cluster-model.js';
+import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceInfo } from './cluster-model.js';
 import type { ClusterState } from './cluster-state.js';
 import { KubeConfigError } from './kube-config-source.js';
 
@@ -23,6 +23,12 @@ export interface ApiFeedOptions {
   hooks: ApiFeedHooks;
   /** How long a slice of updates may hold the main thread before queries get their turn. */
   budgetMs?: number;
+  /** Where the node caches' pods go (the `node-caches` resource): not DNS records, NOTIFY targets. */
+  nodeCaches?: {
+    upsert(info: NodeCacheInfo): void;
+    remove(namespace: string, name: string): void;
+    keys(): string[];
+  };
 }
 
 export interface ApiFeed {
@@ -90,6 +96,10 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
         if (u.value) state.upsertPod(u.value as PodInfo);
         else state.deletePod(u.namespace, u.name);
         break;
+      case 'node-caches':
+        if (u.value) options.nodeCaches?.upsert(u.value as NodeCacheInfo);
+        else options.nodeCaches?.remove(u.namespace, u.name);
+        break;
     }
     hooks.onApplied(u.resource, process.hrtime.bigint() - t0, Date.now() - u.readAtMs);
   };
@@ -124,6 +134,7 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
     endpointslices: state.groupKeys(),
     endpoints: state.groupKeys(),
     pods: state.podKeys(),
+    'node-caches': options.nodeCaches?.keys() ?? [],
   });
 
   const spawn = () =>

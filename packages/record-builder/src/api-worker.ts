@@ -25,7 +25,13 @@ import type {
 } from './api-feed-protocol.js';
 import { fullGc } from './full-gc.js';
 import { loadKubeConfig } from './kube-config.js';
-import { toEndpointGroup, toEndpointGroupFromEndpoints, toPodInfo, toServiceInfo } from './kube-objects.js';
+import {
+  toEndpointGroup,
+  toEndpointGroupFromEndpoints,
+  toNodeCacheInfo,
+  toPodInfo,
+  toServiceInfo,
+} from './kube-objects.js';
 import { createReflector, type ObjectSink } from './reflector.js';
 import { UpdateQueue } from './update-queue.js';
 
@@ -47,11 +53,16 @@ try {
   log.info('API worker runs at normal priority', { err: error });
 }
 
+const nodeCaches = config.nodeCaches;
 const PATHS: Record<ResourceName, string> = {
   services: '/api/v1/services',
   endpoints: '/api/v1/endpoints',
   pods: '/api/v1/pods',
   endpointslices: '/apis/discovery.k8s.io/v1/endpointslices',
+  // One namespace, one label selector: a few thousand small objects at most, even on a large cluster.
+  'node-caches': nodeCaches
+    ? `/api/v1/namespaces/${encodeURIComponent(nodeCaches.namespace)}/pods?labelSelector=${encodeURIComponent(nodeCaches.labelSelector)}`
+    : '',
 };
 
 /** Each resource's API objects as the main thread's types; null when DNS has nothing from it. */
@@ -65,6 +76,8 @@ function toValue(resource: ResourceName, o: KubernetesObject): FeedUpdate['value
       return toEndpointGroupFromEndpoints(o as V1Endpoints) ?? null;
     case 'pods':
       return toPodInfo(o as V1Pod) ?? null;
+    case 'node-caches':
+      return toNodeCacheInfo(o as V1Pod) ?? null;
   }
 }
 

@@ -63,3 +63,10 @@ export interface PodInfo {
 }
 
 export const serviceKey = (namespace: string, name: string) => `${namespace}/${name}`;
+
+/** A node cache (a ready pod of the node-local DaemonSet): NOTIFY goes to its node's address. */
+export interface NodeCacheInfo {
+  readonly namespace: string;
+  readonly name: string;
+  readonly hostIP: string;
+}

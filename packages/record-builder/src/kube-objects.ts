@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { canonicalIpv6 } from '@cluster-dns/wire';
 import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
-import type { EndpointGroup, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
+import type { EndpointGroup, NodeCacheInfo, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
 import { type EndpointInput, packEndpointGroup } from './endpoint-group.js';
 
 const TOLERATE_UNREADY = 'service.alpha.kubernetes.io/tolerate-unready-endpoints';
@@ -104,4 +104,17 @@ export function toPodInfo(pod: V1Pod): PodInfo | undefined {
   if (!namespace || !name) return undefined;
   const raw = pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []);
   return { namespace, name, ips: raw.map(normalizeIp).filter((ip): ip is string => ip !== undefined) };
+}
+
+/**
+ * A node-local DaemonSet pod as a NOTIFY target: only once it is ready (it answers on its node's
+ * address from then on; a NOTIFY before that would only be retried), at its hostIP (hostNetwork).
+ */
+export function toNodeCacheInfo(pod: V1Pod): NodeCacheInfo | undefined {
+  const namespace = pod.metadata?.namespace;
+  const name = pod.metadata?.name;
+  const hostIP = normalizeIp(pod.status?.hostIP ?? '');
+  const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  if (!namespace || !name || !hostIP || !ready || pod.metadata?.deletionTimestamp) return undefined;
+  return { namespace, name, hostIP };
 }

@@ -207,6 +207,19 @@ export function createRecordBuilderMetrics(registry: Registry) {
     registers: [registry],
   });
 
+  // Node caches found in the API (--node-cache-selector), and this replica's share of them.
+  const nodeCaches = new Gauge({
+    name: 'clusterdns_recordbuilder_node_caches',
+    help: 'Node caches by which: known (ready pods of the node-local DaemonSet), owned (the ones this replica pushes to).',
+    labelNames: ['which'],
+    registers: [registry],
+  });
+  const nodeCacheReplicas = new Gauge({
+    name: 'clusterdns_recordbuilder_node_cache_replicas',
+    help: 'Replicas the node caches are shared between (ready endpoints of --dns-service); 0 when this replica pushes to all.',
+    registers: [registry],
+  });
+
   let coalescedSeen = 0;
 
   /** Every per-query series, for one query: its reply (undefined when none was sent) and rcode. */
@@ -313,6 +326,11 @@ export function createRecordBuilderMetrics(registry: Registry) {
     journal(stats: { bytes: number; changes: number }): void {
       journalBytes.set(stats.bytes);
       journalChanges.set(stats.changes);
+    },
+    nodeCaches(counts: { known: number; owned: number; replicas: number }): void {
+      nodeCaches.labels({ which: 'known' }).set(counts.known);
+      nodeCaches.labels({ which: 'owned' }).set(counts.owned);
+      nodeCacheReplicas.set(counts.replicas);
     },
   };
 }

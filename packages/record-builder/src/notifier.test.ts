@@ -123,4 +123,46 @@ describe('NOTIFY sender', () => {
     expect(n.notifier.unacknowledged()).toBe(0);
     n.notifier.stop();
   });
+
+  it('setTargets: a target added is NOTIFYed at once, one removed is never sent to again, its retry cancelled', async () => {
+    vi.useFakeTimers();
+    const sentTo: string[] = [];
+    const pending: Array<(reply: Buffer) => void> = [];
+    const failing = new Set<string>();
+    const notifier = createNotifier({
+      targets: [],
+      zones: [toFqdn('cluster.local')],
+      serial: () => 1,
+      send: (t, query) =>
+        new Promise((resolve, reject) => {
+          sentTo.push(t.host);
+          if (failing.has(t.host)) reject(new Error('timeout'));
+          else pending.push(() => resolve(ack(query)));
+        }),
+      log: createSilentLogger(),
+      retryBaseMs: 1000,
+    });
+    notifier.setTargets([{ host: '10.0.0.1', port: 9354 }]);
+    // Not started yet (not ready): nothing goes out.
+    expect(sentTo).toEqual([]);
+    notifier.start();
+    expect(sentTo).toEqual(['10.0.0.1']);
+    failing.add('10.0.0.2');
+    notifier.setTargets([
+      { host: '10.0.0.1', port: 9354 },
+      { host: '10.0.0.2', port: 9354 },
+    ]);
+    // The new one at once; the kept one is not sent to again for being kept.
+    expect(sentTo).toEqual(['10.0.0.1', '10.0.0.2']);
+    await vi.advanceTimersByTimeAsync(0);
+    notifier.setTargets([{ host: '10.0.0.1', port: 9354 }]);
+    await vi.advanceTimersByTimeAsync(60_000);
+    // 10.0.0.2's retry (1 s later) never went.
+    expect(sentTo).toEqual(['10.0.0.1', '10.0.0.2']);
+    expect(notifier.unacknowledged()).toBe(1);
+    for (const answer of pending.splice(0)) answer(Buffer.alloc(0));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(notifier.unacknowledged()).toBe(0);
+    notifier.stop();
+  });
 });

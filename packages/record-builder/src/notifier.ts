@@ -36,6 +36,11 @@ export interface Notifier {
   stop(): void;
   /** Targets × zones not yet acknowledged at the current serial. */
   unacknowledged(): number;
+  /**
+   * The targets now (node caches come and go): a new one is NOTIFYed at once (once started), so it
+   * enters push mode without waiting for a change; one gone is forgotten, its retries cancelled.
+   */
+  setTargets(targets: readonly DnsServer[]): void;
 }
 
 interface Peer {
@@ -50,6 +55,8 @@ interface Peer {
   retry: NodeJS.Timeout | undefined;
   /** The wait for minIntervalMs to pass since the last NOTIFY. */
   spacing: NodeJS.Timeout | undefined;
+  /** Removed by setTargets: an answer still in flight sends nothing more. */
+  gone: boolean;
 }
 
 /**
@@ -64,25 +71,26 @@ export function createNotifier(options: NotifierOptions): Notifier {
   const retryBaseMs = options.retryBaseMs ?? 250;
   const retryMaxMs = options.retryMaxMs ?? 10_000;
   const minIntervalMs = options.minIntervalMs ?? 0;
-  const peers: Peer[] = [];
-  for (const target of options.targets)
-    for (const zone of options.zones)
-      peers.push({
-        target,
-        zone,
-        ackedSerial: undefined,
-        changes: [],
-        lastSentMs: 0,
-        inFlight: false,
-        failures: 0,
-        retry: undefined,
-        spacing: undefined,
-      });
+  let peers: Peer[] = [];
+  const peerOf = (target: DnsServer, zone: Fqdn): Peer => ({
+    target,
+    zone,
+    ackedSerial: undefined,
+    changes: [],
+    lastSentMs: 0,
+    inFlight: false,
+    failures: 0,
+    retry: undefined,
+    spacing: undefined,
+    gone: false,
+  });
+  for (const target of options.targets) for (const zone of options.zones) peers.push(peerOf(target, zone));
   let stopped = false;
+  let started = false;
   let heartbeat: NodeJS.Timeout | undefined;
 
   const send = (peer: Peer) => {
-    if (stopped || peer.inFlight || peer.spacing) return;
+    if (stopped || peer.gone || peer.inFlight || peer.spacing) return;
     const early = peer.lastSentMs + minIntervalMs - now();
     if (minIntervalMs > 0 && early > 0) {
       peer.spacing = setTimeout(() => {
@@ -123,13 +131,14 @@ export function createNotifier(options: NotifierOptions): Notifier {
             retryInMs: delay,
             err: error,
           });
+        if (peer.gone) return;
         peer.retry = setTimeout(() => send(peer), delay);
         peer.retry.unref();
       })
       .finally(() => {
         peer.inFlight = false;
         // Changed while this one was out: the receiver must come back for the rest.
-        if (!stopped && !peer.retry && peer.ackedSerial !== options.serial()) send(peer);
+        if (!stopped && !peer.gone && !peer.retry && peer.ackedSerial !== options.serial()) send(peer);
       });
   };
 
@@ -145,6 +154,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
       }
     },
     start() {
+      started = true;
       for (const peer of peers) send(peer);
       if (options.heartbeatMs) {
         heartbeat = setInterval(() => {
@@ -162,5 +172,27 @@ export function createNotifier(options: NotifierOptions): Notifier {
       }
     },
     unacknowledged: () => peers.filter((p) => p.ackedSerial !== options.serial()).length,
+    setTargets(targets) {
+      const key = (t: DnsServer) => `${t.host}#${t.port}`;
+      const wanted = new Set(targets.map(key));
+      const kept: Peer[] = [];
+      for (const peer of peers) {
+        if (wanted.has(key(peer.target))) kept.push(peer);
+        else {
+          peer.gone = true;
+          clearTimeout(peer.retry);
+          clearTimeout(peer.spacing);
+        }
+      }
+      const have = new Set(kept.map((p) => key(p.target)));
+      const added: Peer[] = [];
+      for (const target of targets) {
+        if (have.has(key(target))) continue;
+        have.add(key(target));
+        for (const zone of options.zones) added.push(peerOf(target, zone));
+      }
+      peers = [...kept, ...added];
+      if (started) for (const peer of added) send(peer);
+    },
   };
 }

@@ -87,6 +87,31 @@ export const recordBuilderFlags = {
     'at most one NOTIFY per node cache this often: the next covers every change since, so the work per node does not grow with the change rate',
     100,
   ),
+  'node-cache-selector': flag.string(
+    'label selector of the node-local DaemonSet’s pods (e.g. k8s-app=node-local-dns): each ready one is NOTIFYed on its node’s address (hostNetwork), at --node-cache-port, as with --notify-node-cache; empty = none',
+    '',
+    {
+      check: (raw) =>
+        raw === '' ||
+        /^[A-Za-z0-9._/-]+(\s*(=|==|!=)\s*[A-Za-z0-9._-]*)?(,[A-Za-z0-9._/-]+(\s*(=|==|!=)\s*[A-Za-z0-9._-]*)?)*$/.test(
+          raw,
+        )
+          ? undefined
+          : 'a label selector such as k8s-app=node-local-dns',
+    },
+  ),
+  'node-cache-namespace': flag.string('namespace of the node-local DaemonSet’s pods', 'kube-system', {
+    check: (raw) => (/^[a-z0-9-]+$/.test(raw) ? undefined : 'a namespace name'),
+  }),
+  'node-cache-port': flag.int('port the node caches take NOTIFY on (their -notify-listen-address)', 9354, {
+    min: 1,
+    max: 65535,
+  }),
+  'pod-ip': flag.string(
+    'this replica’s pod IP (the downward API’s status.podIP): replicas share the node caches out by rendezvous hashing over the ready addresses of --dns-service, each pushing only its own; empty = this replica pushes to all',
+    '',
+    { check: (raw) => (raw === '' || isIP(raw) !== 0 ? undefined : 'an IP address') },
+  ),
   'ixfr-journal-mib': flag.int(
     'memory for the change journal that IXFR answers from (kept when --notify or --transfer-to is given); older changes get the whole zone',
     16,
@@ -145,6 +170,10 @@ export interface RecordBuilderOptions {
   readonly notify: readonly { host: string; port: number }[];
   readonly notifyNodeCaches: readonly { host: string; port: number }[];
   readonly notifyNodeCacheIntervalMs: number;
+  /** --node-cache-selector: node caches found in the API, or undefined. */
+  readonly nodeCacheDiscovery: { namespace: string; labelSelector: string; port: number } | undefined;
+  /** --pod-ip: this replica, among --dns-service's endpoints, for sharing node caches out. */
+  readonly podIp: string;
   readonly ixfrJournalMib: number;
   readonly dnsService: { namespace: string; name: string };
   readonly ednsPacketMax: number;
@@ -181,6 +210,14 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     notify: Object.freeze([...values.notify]),
     notifyNodeCaches: Object.freeze([...values['notify-node-cache']]),
     notifyNodeCacheIntervalMs: values['notify-node-cache-interval'],
+    nodeCacheDiscovery: values['node-cache-selector']
+      ? {
+          namespace: values['node-cache-namespace'],
+          labelSelector: values['node-cache-selector'],
+          port: values['node-cache-port'],
+        }
+      : undefined,
+    podIp: values['pod-ip'],
     ixfrJournalMib: values['ixfr-journal-mib'],
     dnsService: { namespace, name },
     ednsPacketMax: values['edns-packet-max'],

@@ -5,10 +5,13 @@ import type { ZoneView } from './answer-builder.js';
 import { createAnswerLane } from './answer-lane.js';
 import { createApiFeed } from './api-feed.js';
 import { dumpStore } from './cache-dump.js';
+import { ENDPOINT, serviceKey } from './cluster-model.js';
 import { ClusterState } from './cluster-state.js';
+import { addressesOf } from './endpoint-group.js';
 import { fullGc } from './full-gc.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 import { createRecordBuilderMetrics } from './metrics.js';
+import { NodeCacheShard } from './node-cache-shard.js';
 import { createNotifier, type Notifier } from './notifier.js';
 import type { RecordBuilderOptions } from './options.js';
 import { createResponder } from './responder.js';
@@ -72,7 +75,12 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     ttlSeconds: options.ttlSeconds,
   });
   // IXFR answers from the journal; it costs nothing until someone transfers (references only).
-  if (options.notify.length > 0 || options.notifyNodeCaches.length > 0 || options.transferTo.length > 0)
+  if (
+    options.notify.length > 0 ||
+    options.notifyNodeCaches.length > 0 ||
+    options.nodeCacheDiscovery ||
+    options.transferTo.length > 0
+  )
     state.keepJournal(options.ixfrJournalMib << 20);
   const view: ZoneView = {
     zone: options.zone,
@@ -95,7 +103,33 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   });
   const notifier = createRecordBuilderNotifier(options, 'forwarders', state, log, metrics);
   const nodeCacheNotifier = createRecordBuilderNotifier(options, 'node-caches', state, log, metrics);
+  const discovery = options.nodeCacheDiscovery;
+  const shard = discovery
+    ? new NodeCacheShard({
+        self: options.podIp,
+        onTargets: (hosts) => {
+          log.info('node caches to push to', { count: hosts.length, replicas: shard?.counts().replicas });
+          nodeCacheNotifier?.setTargets([
+            ...options.notifyNodeCaches,
+            ...hosts.map((host) => ({ host, port: discovery.port })),
+          ]);
+        },
+      })
+    : undefined;
+  if (shard && !options.podIp)
+    log.warn('--node-cache-selector without --pod-ip: this replica pushes to every node cache, as would each replica');
+  // The replicas that share the node caches: --dns-service's ready endpoints, not terminating.
+  const dnsServiceKey = serviceKey(options.dnsService.namespace, options.dnsService.name);
+  const replicasChanged = () => {
+    const addresses: string[] = [];
+    for (const group of state.groupsOf(dnsServiceKey))
+      for (let i = 0; i < group.count; i++)
+        if (((group.flags[i] as number) & (ENDPOINT.READY | ENDPOINT.TERMINATING)) === ENDPOINT.READY)
+          addresses.push(addressesOf(group, i)[0] as string);
+    shard?.setReplicas(addresses);
+  };
   state.onChange((owners) => {
+    if (shard && owners.includes(dnsServiceKey)) replicasChanged();
     responder.invalidate(owners);
     if (!ready) return;
     const at = Date.now();
@@ -126,7 +160,9 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       retryMaxMs: 30_000,
       maxBatch: MAX_BATCH,
       logLevel: log.level === 'debug' ? 'debug' : 'info',
+      ...(discovery ? { nodeCaches: { namespace: discovery.namespace, labelSelector: discovery.labelSelector } } : {}),
     },
+    ...(shard ? { nodeCaches: shard } : {}),
     hooks: {
       onWatching: (r) => metrics.watching(r, Date.now()),
       onError: (r) => metrics.watchError(r),
@@ -147,6 +183,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       coalesced: feed.coalesced(),
     });
     if (state.journal) metrics.journal({ bytes: state.journal.sizeBytes, changes: state.journal.size });
+    if (shard) metrics.nodeCaches(shard.counts());
     metrics.ready(ready && !draining);
     return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
   };
@@ -290,7 +327,8 @@ function createRecordBuilderNotifier(
 ): Notifier | undefined {
   const nodeCaches = which === 'node-caches';
   const targets = nodeCaches ? options.notifyNodeCaches : options.notify;
-  if (targets.length === 0) return undefined;
+  // Found in the API (--node-cache-selector): targets come later, by setTargets.
+  if (targets.length === 0 && !(nodeCaches && options.nodeCacheDiscovery)) return undefined;
   const targetName = (t: { host: string; port: number }) =>
     nodeCaches ? 'node-caches' : t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
   return createNotifier({

@@ -94,16 +94,30 @@ export function namespace(name: string): KubeObject {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
 }
 
-export function pod(namespace: string, name: string, ips: string[], options: { ready?: boolean } = {}): KubeObject {
+/**
+ * A Running Pod. `hostIP`: the node's address (status.hostIP); with `hostNetwork` its pod IPs are
+ * that address too, as for a DaemonSet such as node-local-dns.
+ */
+export function pod(
+  namespace: string,
+  name: string,
+  ips: string[],
+  options: { ready?: boolean; labels?: Record<string, string>; hostIP?: string; hostNetwork?: boolean } = {},
+): KubeObject {
+  const podIps = options.hostNetwork && options.hostIP ? [options.hostIP] : ips;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, namespace },
-    spec: { containers: [{ name: 'main', image: 'registry.example.org/app:1' }] },
+    metadata: { name, namespace, ...(options.labels ? { labels: options.labels } : {}) },
+    spec: {
+      containers: [{ name: 'main', image: 'registry.example.org/app:1' }],
+      ...(options.hostNetwork ? { hostNetwork: true } : {}),
+    },
     status: {
       phase: 'Running',
-      podIP: ips[0],
-      podIPs: ips.map((ip) => ({ ip })),
+      ...(options.hostIP ? { hostIP: options.hostIP, hostIPs: [{ ip: options.hostIP }] } : {}),
+      podIP: podIps[0],
+      podIPs: podIps.map((ip) => ({ ip })),
       conditions: [{ type: 'Ready', status: options.ready === false ? 'False' : 'True' }],
     },
   };
