@@ -89,7 +89,8 @@ export interface DnsListener {
   /**
    * Drains, then closes: stops reading (new datagrams are ignored, new connections refused, open
    * connections read no further), lets the replies in flight be sent, bounded by `deadlineMs`,
-   * then closes every socket. Safe to call twice.
+   * then closes every socket. Safe to call twice. With `reusePort`, datagrams are still answered
+   * until the UDP socket closes (the first moment nothing is in flight, or the deadline).
    */
   close(options?: { deadlineMs?: number }): Promise<void>;
 }
@@ -189,6 +190,7 @@ function serve(
   family: 4 | 6,
 ): DnsListener {
   const { handler } = options;
+  const reusePort = options.reusePort === true;
   const connections = new Set<TcpConnection>();
   const reportError = (error: unknown, context: QueryContext) => options.onHandlerError?.(error, context);
   let udpPending = 0;
@@ -211,7 +213,11 @@ function serve(
   };
   const { express } = options;
   udp.on('message', (msg, rinfo) => {
-    if (draining) return;
+    // Draining: a socket alone on its port drops what comes (nothing else would answer it, and the
+    // drain must end). One in a SO_REUSEPORT group keeps answering until it closes: the kernel
+    // sends this socket its share of clients until then, and a datagram left unread is a query
+    // lost, where after the close the same client's retry reaches a socket of the newer instance.
+    if (draining && !reusePort) return;
     if (express !== undefined) {
       let answered: Buffer | undefined;
       try {
