@@ -7,11 +7,18 @@ import { type JournalEntry, ZoneJournal } from './zone-journal.js';
 /** The DNS schema version this server implements (spec §2.1). */
 export const SCHEMA_VERSION = '1.1.0';
 
+/** Which zones a change touched, as bits: the cluster zone, in-addr.arpa, ip6.arpa. */
+export const ZONE_BIT = { cluster: 1, inAddr: 2, ip6: 4 } as const;
+
+/** A listener of changes: which Services' names changed, and in which zones (ZONE_BIT). */
+export type ChangeListener = (owners: readonly string[], zones: number) => void;
+
 /**
  * What the API has told us, in compact form, with the indexes answers need: Services, their
  * endpoint groups, namespaces with Services, and a reverse index from each address with a PTR
  * record to the Services that own it. No record is stored: answers are built from this on demand.
- * Every change bumps the SOA serial and tells `onChange` which Services' names changed.
+ * Every change bumps the SOA serial and tells `onChange` which Services' names changed, and in
+ * which zones (so NOTIFY goes only for the zones that changed).
  */
 export class ClusterState {
   private readonly services = new Map<string, ServiceInfo>();
@@ -29,19 +36,19 @@ export class ClusterState {
   /** Set by `keepJournal`: every change then leaves what it replaced here, for IXFR. */
   private journalOf: ZoneJournal | undefined;
 
-  private readonly listeners: Array<(owners: readonly string[]) => void> = [];
+  private readonly listeners: ChangeListener[] = [];
 
   constructor(
     readonly context: RecordContext & { readonly reverseZones: readonly Fqdn[] },
-    onChange?: (owners: readonly string[]) => void,
+    onChange?: ChangeListener,
     private readonly now: () => number = Date.now,
   ) {
     this.serialNumber = Math.floor(now() / 1000) >>> 0;
     if (onChange) this.listeners.push(onChange);
   }
 
-  /** Tells `listener` of every change from now on: which Services' names changed. */
-  onChange(listener: (owners: readonly string[]) => void): void {
+  /** Tells `listener` of every change from now on: which Services' names changed, in which zones. */
+  onChange(listener: ChangeListener): void {
     this.listeners.push(listener);
   }
 
@@ -177,7 +184,7 @@ export class ClusterState {
       this.podIps.set(pod.namespace, byName);
     }
     byName.set(pod.name, pod.ips);
-    this.changed([]);
+    this.changed([], ZONE_BIT.cluster);
   }
 
   deletePod(namespace: string, name: string): void {
@@ -186,7 +193,7 @@ export class ClusterState {
     if (ips) this.rememberPods(namespace, ips);
     if (byName?.delete(name)) {
       if (byName.size === 0) this.podIps.delete(namespace);
-      this.changed([]);
+      this.changed([], ZONE_BIT.cluster);
     }
   }
 
@@ -205,7 +212,13 @@ export class ClusterState {
     const service = this.services.get(owner);
     const next = service ? ptrAddresses(service, this.groupsOf(owner)) : [];
     const before = this.ptrByService.get(owner) ?? [];
-    if (!sameList(before, next)) {
+    const moved = !sameList(before, next);
+    // The reverse zones change when the addresses with a PTR do, or, for a headless Service, when
+    // an endpoint's hostname may have (its PTR names it); a ClusterIP Service's PTR names only it.
+    let zones: number = ZONE_BIT.cluster;
+    if (moved || service?.kind === 'headless')
+      for (const ip of [...before, ...next]) zones |= ip.includes(':') ? ZONE_BIT.ip6 : ZONE_BIT.inAddr;
+    if (moved) {
       const keep = new Set(next);
       for (const ip of before) if (!keep.has(ip)) this.removePtr(ip, owner);
       const had = new Set(before);
@@ -213,7 +226,7 @@ export class ClusterState {
       if (next.length) this.ptrByService.set(owner, next);
       else this.ptrByService.delete(owner);
     }
-    this.changed([owner]);
+    this.changed([owner], zones);
   }
 
   private addPtr(ip: string, owner: string): void {
@@ -245,14 +258,14 @@ export class ClusterState {
     }
   }
 
-  private changed(owners: readonly string[]): void {
+  private changed(owners: readonly string[], zones: number): void {
     // One more than before, always: IXFR clients and the journal count on serials never jumping.
     this.serialNumber = (this.serialNumber + 1) >>> 0;
     if (this.pendingEntry) {
       this.journalOf?.push({ ...this.pendingEntry, serial: this.serialNumber, atMs: this.now() } as JournalEntry);
       this.pendingEntry = undefined;
     }
-    for (const listener of this.listeners) listener(owners);
+    for (const listener of this.listeners) listener(owners, zones);
   }
 
   private pendingEntry: PendingEntry | undefined;

@@ -1,5 +1,5 @@
 import { createSilentLogger } from '@cluster-dns/runtime';
-import { type DnsServer, toFqdn } from '@cluster-dns/wire';
+import { type DnsServer, decodeMessage, toFqdn } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createNotifier } from './notifier.js';
 
@@ -163,6 +163,40 @@ describe('NOTIFY sender', () => {
     for (const answer of pending.splice(0)) answer(Buffer.alloc(0));
     await vi.advanceTimersByTimeAsync(0);
     expect(notifier.unacknowledged()).toBe(0);
+    notifier.stop();
+  });
+
+  it('notifies only the zones that changed, and counts a zone not changed as up to date', async () => {
+    vi.useFakeTimers();
+    let serial = 1;
+    const sent: Array<{ zone: string; resolve: () => void }> = [];
+    const [cluster, inAddr] = [toFqdn('cluster.local'), toFqdn('in-addr.arpa')];
+    const notifier = createNotifier({
+      targets: [target],
+      zones: [cluster, inAddr],
+      serial: () => serial,
+      send: (_t, query) =>
+        new Promise((resolve) =>
+          sent.push({ zone: decodeMessage(query).questions[0]?.name ?? '', resolve: () => resolve(ack(query)) }),
+        ),
+      log: createSilentLogger(),
+    });
+    notifier.start();
+    for (const s of sent.splice(0)) s.resolve();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(notifier.unacknowledged()).toBe(0);
+    serial++;
+    notifier.changed(Date.now(), [cluster]);
+    expect(sent.map((s) => s.zone)).toEqual([cluster]);
+    for (const s of sent.splice(0)) s.resolve();
+    await vi.advanceTimersByTimeAsync(0);
+    // in-addr.arpa was acknowledged at serial 1 and has not changed since: nothing more to send.
+    expect(sent).toEqual([]);
+    expect(notifier.unacknowledged()).toBe(0);
+    serial++;
+    notifier.changed(Date.now(), [inAddr]);
+    expect(sent.map((s) => s.zone)).toEqual([inAddr]);
+    expect(notifier.unacknowledged()).toBe(1);
     notifier.stop();
   });
 });

@@ -1,6 +1,6 @@
 import type { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
-import { buildNotify, type DnsServer, type Fqdn, isNotifyAck, randomQueryId } from '@cluster-dns/wire';
+import { buildNotify, type DnsServer, type Fqdn, isNotifyAck, randomQueryId, serialNewer } from '@cluster-dns/wire';
 
 export interface NotifierOptions {
   targets: readonly DnsServer[];
@@ -30,8 +30,12 @@ export interface NotifierOptions {
 }
 
 export interface Notifier {
-  /** The zones changed at `atMs`: tell every target, coalescing with what is in flight. */
-  changed(atMs: number): void;
+  /**
+   * Zones changed at `atMs` (all of them when not said): tell every target of those, coalescing with
+   * what is in flight. A zone not named is not notified: its targets' serial lags, which their SOA
+   * check reads as a newer serial and fetches nothing from (an IXFR with no change in the zone).
+   */
+  changed(atMs: number, zones?: readonly Fqdn[]): void;
   start(): void;
   stop(): void;
   /** Targets × zones not yet acknowledged at the current serial. */
@@ -85,6 +89,13 @@ export function createNotifier(options: NotifierOptions): Notifier {
     gone: false,
   });
   for (const target of options.targets) for (const zone of options.zones) peers.push(peerOf(target, zone));
+  /** The serial at each zone's last change; a peer acknowledged at or after it is up to date. */
+  const zoneSerial = new Map<Fqdn, number>();
+  const upToDate = (peer: Peer) => {
+    if (peer.ackedSerial === undefined) return false;
+    const last = zoneSerial.get(peer.zone);
+    return last === undefined || !serialNewer(last, peer.ackedSerial);
+  };
   let stopped = false;
   let started = false;
   let heartbeat: NodeJS.Timeout | undefined;
@@ -138,13 +149,16 @@ export function createNotifier(options: NotifierOptions): Notifier {
       .finally(() => {
         peer.inFlight = false;
         // Changed while this one was out: the receiver must come back for the rest.
-        if (!stopped && !peer.gone && !peer.retry && peer.ackedSerial !== options.serial()) send(peer);
+        if (!stopped && !peer.gone && !peer.retry && !upToDate(peer)) send(peer);
       });
   };
 
   return {
-    changed(atMs) {
+    changed(atMs, zones) {
+      const serial = options.serial();
+      for (const zone of zones ?? options.zones) zoneSerial.set(zone, serial);
       for (const peer of peers) {
+        if (zones && !zones.includes(peer.zone)) continue;
         const last = peer.changes.at(-1);
         if ((last === undefined || last < peer.lastSentMs) && peer.changes.length < 64) peer.changes.push(atMs);
         // Even while waiting out a retry: a receiver that was not up yet (the Pod's containers
@@ -171,7 +185,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
         clearTimeout(peer.spacing);
       }
     },
-    unacknowledged: () => peers.filter((p) => p.ackedSerial !== options.serial()).length,
+    unacknowledged: () => peers.filter((p) => !upToDate(p)).length,
     setTargets(targets) {
       const key = (t: DnsServer) => `${t.host}#${t.port}`;
       const wanted = new Set(targets.map(key));

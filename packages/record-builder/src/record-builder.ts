@@ -1,12 +1,12 @@
 import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir, sleep } from '@cluster-dns/runtime';
-import { createQueryPipeline, type DnsListener, exchangeRaw, listenDns } from '@cluster-dns/wire';
+import { createQueryPipeline, type DnsListener, exchangeRaw, type Fqdn, listenDns } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import type { ZoneView } from './answer-builder.js';
 import { createAnswerLane } from './answer-lane.js';
 import { createApiFeed } from './api-feed.js';
 import { dumpStore } from './cache-dump.js';
 import { ENDPOINT, serviceKey } from './cluster-model.js';
-import { ClusterState } from './cluster-state.js';
+import { ClusterState, ZONE_BIT } from './cluster-state.js';
 import { addressesOf } from './endpoint-group.js';
 import { fullGc } from './full-gc.js';
 import type { KubeConfigSource } from './kube-config-source.js';
@@ -128,13 +128,20 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
           addresses.push(addressesOf(group, i)[0] as string);
     shard?.setReplicas(addresses);
   };
-  state.onChange((owners) => {
+  const [inAddr, ip6] = options.reverseZones;
+  state.onChange((owners, zones) => {
     if (shard && owners.includes(dnsServiceKey)) replicasChanged();
     responder.invalidate(owners);
     if (!ready) return;
     const at = Date.now();
-    notifier?.changed(at);
-    nodeCacheNotifier?.changed(at);
+    // Only the zones that changed: most churn (endpoints of ClusterIP Services) is the cluster
+    // zone's alone, a third of the NOTIFYs and fetches of notifying all three.
+    const changed: Fqdn[] = [];
+    if (zones & ZONE_BIT.cluster) changed.push(options.zone);
+    if (zones & ZONE_BIT.inAddr && inAddr) changed.push(inAddr);
+    if (zones & ZONE_BIT.ip6 && ip6) changed.push(ip6);
+    notifier?.changed(at, changed);
+    nodeCacheNotifier?.changed(at, changed);
   });
   const handler = createQueryPipeline({
     handle: responder.handle,
