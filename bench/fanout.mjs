@@ -29,7 +29,14 @@ export async function runFanout({ row, caches = 1000, rate = 100, seconds = 10, 
     script: join(ROOT, 'packages/record-builder/dist/main.js'),
     nodeArgs: rbNodeArgs,
     // The later --dns-port wins over recordBuilderArgs' 0: the simulated caches fetch from it.
-    args: recordBuilderArgs(kubeconfig, [`--dns-port=${rbPort}`, ...targets]),
+    // Each simulated cache fetches up to three zones at once over TCP, all from 127.0.0.1: the
+    // connection caps sized for the fleet, as the Pod forwarder's relay would bring them.
+    args: recordBuilderArgs(kubeconfig, [
+      `--dns-port=${rbPort}`,
+      '--max-tcp-connections=5000',
+      '--max-tcp-connections-per-client=5000',
+      ...targets,
+    ]),
     prefix: pin(SERVER_CORE),
     readyTimeoutMs: 120_000,
   });

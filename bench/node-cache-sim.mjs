@@ -1,7 +1,7 @@
 // Bench case 9's node caches: `count` of them in one process, each a UDP socket of its own on
-// 127.0.0.1 that takes NOTIFY as a node cache's -notify-listen-address does. On a NOTIFY a cache
-// fetches the changes (IXFR over TCP from the record-builder, from the serial it holds, one fetch
-// at a time per cache), then answers the NOTIFY, as the forwarder does. For every name of the form
+// 127.0.0.1 that takes NOTIFY as a node cache's -notify-listen-address does. On a NOTIFY for a zone
+// a cache fetches that zone's changes (IXFR over TCP from the record-builder, from the serial it
+// holds for the zone, one fetch at a time per zone), then answers the NOTIFY, as the forwarder does. For every name of the form
 // fan-<k>-<epoch ms>.* that a fetch brings, it notes how long after <epoch ms> it arrived.
 // Bounded: it serves until SIGTERM, then prints {count, fetches, full, failed, deliveries, p50, p99,
 // max} (the delays in ms) and exits.
@@ -18,14 +18,16 @@ import {
   ZoneChangeReader,
 } from '@cluster-dns/wire';
 
-const { count, rbPort, zone } = JSON.parse(process.argv[2]);
+// `zone`: the cluster zone, whose changes are timed; NOTIFY for any zone fetches that zone.
+const { count, rbPort, zone: clusterZone } = JSON.parse(process.argv[2]);
 if (!(count > 0 && count <= 5000)) throw new Error('count out of bounds');
 const server = { host: '127.0.0.1', port: rbPort };
 const delaysMs = [];
 const totals = { fetches: 0, full: 0, failed: 0 };
 let primed = 0;
 
-function cache(socket) {
+/** One zone of one cache: the serial held, one fetch at a time, the NOTIFYs waiting on it. */
+function zoneOf(zone, onPrimed) {
   let serial = 0;
   let fetching;
   let again = false;
@@ -43,7 +45,7 @@ function cache(socket) {
         const change = reader.result;
         totals.fetches++;
         if (change?.kind === 'full') totals.full++;
-        if (change?.kind === 'incremental') {
+        if (change?.kind === 'incremental' && zone === clusterZone) {
           const now = Date.now();
           for (const name of change.names) {
             const m = /^fan-\d+-(\d+)\./.exec(name);
@@ -51,7 +53,7 @@ function cache(socket) {
           }
         }
         if (change) {
-          if (serial === 0 && ++primed === count) console.log(JSON.stringify({ msg: 'primed' }));
+          if (serial === 0) onPrimed();
           serial = change.serial;
         }
         ok = true;
@@ -64,6 +66,16 @@ function cache(socket) {
     for (const reply of waiting.splice(0)) reply(ok ? RCODE.NOERROR : RCODE.SERVFAIL);
     fetching = undefined;
   };
+  return (reply) => {
+    waiting.push(reply);
+    if (fetching) again = true;
+    else fetching = fetch();
+  };
+}
+
+/** A node cache: a NOTIFY for a zone fetches that zone, as the forwarder's zone sync does. */
+function cache(socket) {
+  const zones = new Map();
   socket.on('message', (msg, rinfo) => {
     let q;
     try {
@@ -72,11 +84,14 @@ function cache(socket) {
       return;
     }
     if (q.opcode !== OPCODE.NOTIFY) return;
-    waiting.push((rcode) =>
-      socket.send(buildBareResponse(q, rcode, { authoritative: true }), rinfo.port, rinfo.address),
-    );
-    if (fetching) again = true;
-    else fetching = fetch();
+    let notified = zones.get(q.key);
+    if (!notified) {
+      notified = zoneOf(q.key, () => {
+        if (q.key === clusterZone && ++primed === count) console.log(JSON.stringify({ msg: 'primed' }));
+      });
+      zones.set(q.key, notified);
+    }
+    notified((rcode) => socket.send(buildBareResponse(q, rcode, { authoritative: true }), rinfo.port, rinfo.address));
   });
 }
 
