@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fixtures, freePort, type LaunchedProcess, launchProcess, startApiServer, waitFor } from '@cluster-dns/testkit';
 import { decodeMessage, OPCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { dist } from './support/stack.js';
+import { dist, localRecordBuilderArgs } from './support/stack.js';
 
 // Two record-builder replicas find the node caches in the API (the node-local DaemonSet's pods,
 // by label) and share them out: each node cache is pushed to by one replica, and when a replica
@@ -55,18 +55,11 @@ async function receiver(host: string, port: number) {
 async function replica(kubeconfig: string, podIp: string, port: number): Promise<LaunchedProcess> {
   const rb = await launchProcess({
     script: dist('record-builder'),
-    args: [
-      `--kubecfg-file=${kubeconfig}`,
-      '--dns-bind-address=127.0.0.1',
-      '--dns-port=0',
-      '--healthz-bind-address=127.0.0.1',
-      '--healthz-port=0',
-      '--metrics-port=0',
-      '--lameduck=0s',
+    args: localRecordBuilderArgs(kubeconfig, [
       '--node-cache-selector=k8s-app=node-local-dns',
       `--node-cache-port=${port}`,
       `--pod-ip=${podIp}`,
-    ],
+    ]),
   });
   cleanups.push(() => rb.stop('SIGKILL'));
   return rb;
