@@ -12,17 +12,15 @@ import type { ToWorker, WorkerData } from './worker-pool.js';
 const port = parentPort;
 if (!port) throw new Error('forwarder-worker.js runs as a worker thread of the forwarder');
 const data = workerData as WorkerData;
-const verbosity = Number((data.argv.find((a) => /^--?v=/.test(a)) ?? '=0').split('=')[1]) || 0;
-const log = createLogger({ component: data.program, level: levelFromVerbosity(verbosity) }).child({
-  worker: data.index,
-});
-
+let log = createLogger({ component: data.program }).child({ worker: data.index });
 try {
   let options: ForwarderOptions;
   let config: ForwarderDeps['config'];
   if (data.kind === 'node-cache') {
+    const values = parseFlags(nodeCacheFlags, data.argv).values;
+    log = createLogger({ component: data.program, level: levelFromVerbosity(values.v) }).child({ worker: data.index });
     // Only the first worker writes the filled-in Corefile when it changes.
-    const setup = await nodeCacheForwarder(parseFlags(nodeCacheFlags, data.argv).values, {
+    const setup = await nodeCacheForwarder(values, {
       log,
       env: process.env,
       writeRendered: data.index === 0,
@@ -30,7 +28,9 @@ try {
     options = setup.options;
     config = setup.config;
   } else {
-    options = toForwarderOptions(parseFlags(forwarderFlags, data.argv).values);
+    const values = parseFlags(forwarderFlags, data.argv).values;
+    log = createLogger({ component: data.program, level: levelFromVerbosity(values.v) }).child({ worker: data.index });
+    options = toForwarderOptions(values);
   }
   options = {
     ...options,

@@ -84,6 +84,8 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'coredns_reload_failed_total',
     'Config reloads refused: an invalid or unreadable ConfigMap or resolv file (the last good config stays).',
     () => sources.reloadFailures(),
+    // Every worker reads the same files: one bad ConfigMap is one failure, not one per worker.
+    'max',
   );
   labelledFrom(
     registry,

@@ -3,12 +3,22 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 // Metrics whose values live elsewhere (a stage's counts, a store's sizes) and are read when
 // Prometheus scrapes, so the code that counts pays a plain increment and nothing else.
 
-/** A counter whose value is read from `read()` at scrape time (it only ever grows). */
-export function counterFrom(registry: Registry, name: string, help: string, read: () => number): void {
+/**
+ * A counter whose value is read from `read()` at scrape time (it only ever grows). `aggregator`:
+ * how it combines over worker threads (default summed; `max` for a count every worker makes alike).
+ */
+export function counterFrom(
+  registry: Registry,
+  name: string,
+  help: string,
+  read: () => number,
+  aggregator: 'sum' | 'max' = 'sum',
+): void {
   let seen = 0;
   new Counter({
     name,
     help,
+    aggregator,
     registers: [registry],
     collect() {
       const now = read();
