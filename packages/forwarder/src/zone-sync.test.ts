@@ -1,12 +1,12 @@
 import { createSilentLogger } from '@cluster-dns/runtime';
 import { type Fqdn, serialNewer, toFqdn, type ZoneChange } from '@cluster-dns/wire';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createZoneSync } from './zone-sync.js';
 
 const Z = toFqdn('cluster.local');
 const RB = { host: '127.0.0.1', port: 10053 };
 
-function harness(transfer: (serial: number) => Promise<ZoneChange>) {
+function harness(transfer: (serial: number) => Promise<ZoneChange>, extra: { recheckAfterMs?: number[] } = {}) {
   const evicted: Fqdn[][] = [];
   const flushed: Fqdn[] = [];
   let serial = 100;
@@ -28,6 +28,7 @@ function harness(transfer: (serial: number) => Promise<ZoneChange>) {
       return 1;
     },
     log: createSilentLogger(),
+    ...extra,
   });
   return {
     sync,
@@ -143,5 +144,37 @@ describe('serialNewer (RFC 1982)', () => {
     expect(serialNewer(100, 100)).toBe(false);
     expect(serialNewer(5, 0xffff_fff0)).toBe(true);
     expect(serialNewer(0xffff_fff0, 5)).toBe(false);
+  });
+
+  it('node-local mode: a NOTIFY whose fetch finds nothing new fetches again shortly, since another replica may lag the notifier', async () => {
+    vi.useFakeTimers();
+    try {
+      const name = toFqdn(`web.shop.svc.${Z}`);
+      const results: ZoneChange[] = [
+        { kind: 'up-to-date', serial: 100 },
+        { kind: 'up-to-date', serial: 100 },
+        { kind: 'up-to-date', serial: 100 },
+        { kind: 'incremental', serial: 101, names: new Set([name]) },
+      ];
+      const h = harness(async () => results.shift() ?? { kind: 'up-to-date', serial: 101 }, {
+        recheckAfterMs: [100, 400],
+      });
+      expect(await h.sync.notify(Z, '127.0.0.1')).toBe('accepted');
+      // Entering push mode fetched once (up to date); the replica it reached had not caught up.
+      expect(h.transfers).toEqual([100]);
+      // The NOTIFY of the change: still nothing new where the fetch lands…
+      expect(await h.sync.notify(Z, '127.0.0.1')).toBe('accepted');
+      await vi.advanceTimersByTimeAsync(100);
+      expect(h.transfers.length).toBe(3);
+      // …until the second look, 400 ms on, finds the change.
+      await vi.advanceTimersByTimeAsync(400);
+      expect(h.transfers.length).toBe(4);
+      expect(h.evicted.at(-1)).toContain(name);
+      // Found: no look after that.
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(h.transfers.length).toBe(4);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

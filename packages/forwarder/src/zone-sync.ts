@@ -27,6 +27,13 @@ export interface ZoneSyncDeps {
    * these names). Workers (worker-peers.ts) hand it to the other workers' caches.
    */
   changed?(zone: Fqdn, serial: number, dropped: 'zone' | ReadonlySet<Fqdn>): void;
+  /**
+   * Fetch again after these delays when a NOTIFY's fetch found nothing new (node-local mode). The
+   * replica that notifies a node cache is not always the one its fetches reach, which may apply
+   * the same change a few milliseconds later; without this, the change would wait for the next
+   * NOTIFY or SOA check.
+   */
+  recheckAfterMs?: readonly number[];
   log: Logger;
 }
 
@@ -62,6 +69,9 @@ interface ZoneState {
   epoch: number;
   syncing: Promise<boolean> | undefined;
   again: boolean;
+  /** What the last transfer brought. */
+  last: ZoneChange['kind'] | 'failed' | undefined;
+  recheck: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -104,6 +114,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       }
       const change = await deps.transfer(server, zone, state.serial);
       transferred(change.kind);
+      state.last = change.kind;
       let dropped = 0;
       let names: Set<Fqdn> | 'zone' | undefined;
       if (change.kind === 'full') {
@@ -129,6 +140,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       return true;
     } catch (error) {
       transferred('failed');
+      state.last = 'failed';
       deps.log.warn('zone transfer failed; the next NOTIFY or SOA check tries again', { zone, err: error });
       return false;
     }
@@ -151,6 +163,20 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
     return state.syncing;
   };
 
+  const recheckAfter = deps.recheckAfterMs ?? [];
+  /** Fetches again after each delay in turn while the fetches find nothing new (one chain per zone). */
+  const recheck = (zone: Fqdn, state: ZoneState, step: number) => {
+    const delay = recheckAfter[step];
+    if (delay === undefined || state.recheck) return;
+    state.recheck = setTimeout(() => {
+      state.recheck = undefined;
+      void sync(zone, state).then(() => {
+        if (state.last === 'up-to-date') recheck(zone, state, step + 1);
+      });
+    }, delay);
+    state.recheck.unref();
+  };
+
   return {
     counts,
     async notify(zone, source) {
@@ -159,10 +185,12 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       if (allowed && !allowed.includes(plain)) return 'refused';
       let state = zones.get(zone);
       if (!state) {
-        state = { serial: undefined, epoch: 0, syncing: undefined, again: false };
+        state = { serial: undefined, epoch: 0, syncing: undefined, again: false, last: undefined, recheck: undefined };
         zones.set(zone, state);
       }
-      return (await sync(zone, state)) ? 'accepted' : 'failed';
+      const ok = await sync(zone, state);
+      if (ok && state.last === 'up-to-date') recheck(zone, state, 0);
+      return ok ? 'accepted' : 'failed';
     },
     isPushed: (name) => {
       const found = zoneFor(name);

@@ -59,6 +59,8 @@ export function createZoneTransfers(deps: {
     evictNames: (names) => cache.evictNames(names),
     flushZone: (zone) => cache.flushZone(zone),
     ...(deps.changed ? { changed: deps.changed } : {}),
+    // Node-local mode: the replica that notified may be ahead of the one the fetch reached.
+    ...(deps.notifyFromAnySource ? { recheckAfterMs: [100, 400] } : {}),
     log: deps.log,
   });
 }
