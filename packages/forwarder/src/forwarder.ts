@@ -127,6 +127,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       cache,
       options,
       notifyFromAnySource: options.notifyListen !== undefined,
+      upstreamTcp,
       ...(changed ? { changed } : {}),
       log,
     });

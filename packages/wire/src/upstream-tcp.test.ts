@@ -20,6 +20,9 @@ interface ServerBehaviour {
   closeOnQuery?: number;
   /** Answer with another question (a reply that must not be taken). */
   wrongQuestion?: boolean;
+  /** Answer a query for `xfr…` in this many messages, the later ones without the question; close after the first when `cutStream`. */
+  streamParts?: number;
+  cutStream?: boolean;
 }
 
 /** A DNS-over-TCP server answering REFUSED per query, out of order when told to wait. */
@@ -49,6 +52,22 @@ async function tcpServer(behaviour: ServerBehaviour = {}) {
         const framed = Buffer.alloc(reply.length + 2);
         framed.writeUInt16BE(reply.length, 0);
         reply.copy(framed, 2);
+        if (behaviour.streamParts && q.qname.startsWith('xfr')) {
+          socket.write(framed);
+          if (behaviour.cutStream) {
+            // After the first message is flushed: the stream is cut mid-way.
+            socket.end();
+            return;
+          }
+          // The rest: a header alone (QDCOUNT 0), as later messages of a transfer may be.
+          for (let part = 1; part < behaviour.streamParts; part++) {
+            const rest = Buffer.alloc(2 + 12);
+            rest.writeUInt16BE(12, 0);
+            reply.copy(rest, 2, 0, 4);
+            setTimeout(() => socket.write(rest), 5 * part);
+          }
+          continue;
+        }
         setTimeout(() => socket.write(framed), behaviour.delayMs?.(q.qname) ?? 0);
       }
     });
@@ -138,5 +157,34 @@ describe('createUpstreamTcp', () => {
     await expect(tcp.exchange(at, query('x.example.org'), { timeoutMs: 2000 })).rejects.toThrow(/ECONNREFUSED/);
     tcp.close();
     await expect(tcp.exchange(at, query('x.example.org'), { timeoutMs: 2000 })).rejects.toThrow(/closed/);
+  });
+
+  it('streams a transfer in several messages on the kept connection, beside queries, and does not ask it again once cut', async () => {
+    const server = await tcpServer({ streamParts: 3, delayMs: () => 8 });
+    const p = pool();
+    const messages: number[] = [];
+    const [streamed, plain] = await Promise.all([
+      p.stream(server.at, query('xfr.example.org', 7), {
+        onMessage: (m) => {
+          messages.push(m.readUInt16BE(4));
+          return messages.length === 3;
+        },
+      }),
+      p.exchange(server.at, query('www.example.org', 7), {}),
+    ]);
+    expect(streamed).toBeUndefined();
+    // The first message with its question, the others without; a plain query between them.
+    expect(messages).toEqual([1, 0, 0]);
+    expect(nameOf(plain)).toBe('www.example.org.');
+    expect(p.opened).toBe(1);
+    expect(server.seen.connections).toBe(1);
+
+    const cut = await tcpServer({ streamParts: 3, cutStream: true });
+    const got: Buffer[] = [];
+    // A warm connection first, so a close would earn a plain query its one retry.
+    await p.exchange(cut.at, query('warm.example.org'), {});
+    await expect(p.stream(cut.at, query('xfr.example.org'), { onMessage: (m) => got.push(m) === 3 })).rejects.toThrow();
+    expect(got.length).toBe(1);
+    expect(cut.seen.queries).toBe(2);
   });
 });

@@ -1,8 +1,9 @@
 import { Buffer } from 'node:buffer';
 import net from 'node:net';
 import { randomQueryId } from './client.js';
+import { FLAG, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError, PoolClosedError } from './errors.js';
-import { checkReply, questionEndOf, type RejectReason } from './reply-check.js';
+import { checkReply, compareQuestion, questionEndOf, type RejectReason } from './reply-check.js';
 
 export interface UpstreamTcpOptions {
   /** Close a connection with nothing in flight after this long (CoreDNS forward's `expire`: 10 s). */
@@ -20,6 +21,16 @@ export interface UpstreamTcp {
     query: Buffer,
     options: { timeoutMs?: number; onRejected?: (reason: RejectReason) => void },
   ): Promise<Buffer>;
+  /**
+   * A query answered in several messages (a zone transfer) on a kept connection: `onMessage` gets
+   * each, and returns true at the last. Messages after the first may leave the question out
+   * (RFC 5936 §2.2). Asked again on a new connection only if no message of it had come.
+   */
+  stream(
+    server: { host: string; port: number },
+    query: Buffer,
+    options: { timeoutMs?: number; onMessage(reply: Buffer): boolean },
+  ): Promise<void>;
   /** Connections open now, over every server. */
   connections(): number;
   /** Connections opened since the start: a pool that works opens few. */
@@ -38,6 +49,10 @@ interface Pending {
   /** The connection it was last sent on. */
   conn: Connection | undefined;
   retried: boolean;
+  /** A stream's (a transfer's) handler of each message: true at its last. */
+  readonly more: ((reply: Buffer) => boolean) | undefined;
+  /** A message of the stream came: it cannot be asked again from the start. */
+  received: boolean;
 }
 
 interface Connection {
@@ -96,6 +111,10 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
         const p = conn.pending.get(reply.readUInt16BE(0));
         // A reply to no query of ours (one that timed out, or a forgery): dropped.
         if (!p) continue;
+        if (p.more) {
+          streamed(conn, reply, p);
+          continue;
+        }
         const reason = checkReply(reply, p.query, p.queryEnd);
         if (reason) {
           p.onRejected?.(reason);
@@ -116,7 +135,7 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
       conn.pending.clear();
       for (const p of unanswered) {
         // Closed under a query: ask once more on a new connection, unless this one never worked.
-        if (!p.retried && conn.answered && !closed) {
+        if (!p.retried && !p.received && conn.answered && !closed) {
           p.retried = true;
           send(server, key, p);
         } else {
@@ -131,6 +150,32 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
     pool.push(conn);
     pools.set(key, pool);
     return conn;
+  };
+
+  /** One message of a stream (a transfer) on `conn`. */
+  const streamed = (conn: Connection, reply: Buffer, p: Pending) => {
+    const flags = reply.readUInt16BE(2);
+    if ((flags & FLAG.QR) === 0) return p.onRejected?.('not-a-response');
+    if (
+      reply.readUInt16BE(4) > 0 &&
+      (flags & RCODE_MASK) === 0 &&
+      compareQuestion(reply, p.query, p.queryEnd) === 'other'
+    )
+      return p.onRejected?.('question');
+    conn.answered = true;
+    p.received = true;
+    let done: boolean;
+    try {
+      done = (p.more as (reply: Buffer) => boolean)(reply);
+    } catch (error) {
+      settle(conn, reply.readUInt16BE(0), p);
+      p.reject(error as Error);
+      return;
+    }
+    if (done) {
+      settle(conn, reply.readUInt16BE(0), p);
+      p.resolve(reply);
+    }
   };
 
   /** Done with one query on `conn`: an empty connection starts its idle timer and stops holding the process. */
@@ -166,6 +211,41 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
     conn.socket.write(frame(p.query));
   };
 
+  /** One query on a kept connection: its reply, or (a stream) its last message. */
+  const ask = (
+    server: { host: string; port: number },
+    query: Buffer,
+    timeoutMs: number,
+    onRejected: ((reason: RejectReason) => void) | undefined,
+    more: ((reply: Buffer) => boolean) | undefined,
+  ): Promise<Buffer> => {
+    if (closed) return Promise.reject(new PoolClosedError());
+    const key = `${server.host}#${server.port}`;
+    // Our own copy: its ID may be changed to one free on the connection.
+    const own = Buffer.from(query);
+    return new Promise<Buffer>((resolve, reject) => {
+      const p: Pending = {
+        query: own,
+        queryEnd: questionEndOf(own),
+        resolve,
+        reject,
+        onRejected,
+        timer: undefined,
+        conn: undefined,
+        retried: false,
+        more,
+        received: false,
+      };
+      // One deadline for the query, a retry on a new connection included; a late reply is dropped.
+      p.timer = setTimeout(() => {
+        const id = own.readUInt16BE(0);
+        if (p.conn?.pending.get(id) === p) settle(p.conn, id, p);
+        reject(new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs));
+      }, timeoutMs);
+      send(server, key, p);
+    });
+  };
+
   return {
     get opened() {
       return opened;
@@ -176,30 +256,10 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
       return n;
     },
     exchange(server, query, exchangeOptions) {
-      if (closed) return Promise.reject(new PoolClosedError());
-      const key = `${server.host}#${server.port}`;
-      const timeoutMs = exchangeOptions.timeoutMs ?? 2000;
-      // Our own copy: its ID may be changed to one free on the connection.
-      const own = Buffer.from(query);
-      return new Promise<Buffer>((resolve, reject) => {
-        const p: Pending = {
-          query: own,
-          queryEnd: questionEndOf(own),
-          resolve,
-          reject,
-          onRejected: exchangeOptions.onRejected,
-          timer: undefined,
-          conn: undefined,
-          retried: false,
-        };
-        // One deadline for the query, a retry on a new connection included; a late reply is dropped.
-        p.timer = setTimeout(() => {
-          const id = own.readUInt16BE(0);
-          if (p.conn?.pending.get(id) === p) settle(p.conn, id, p);
-          reject(new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs));
-        }, timeoutMs);
-        send(server, key, p);
-      });
+      return ask(server, query, exchangeOptions.timeoutMs ?? 2000, exchangeOptions.onRejected, undefined);
+    },
+    async stream(server, query, streamOptions) {
+      await ask(server, query, streamOptions.timeoutMs ?? 5000, undefined, streamOptions.onMessage);
     },
     close() {
       closed = true;
