@@ -73,6 +73,8 @@ export function createWorkerPool(options: {
   /** Bind /metrics with SO_REUSEPORT too (node-local mode's handover). */
   reusePort: boolean;
   log: Logger;
+  /** The worker script (default: forwarder-worker.js beside this module); tests give a stand-in. */
+  workerScript?: URL;
 }): WorkerPool {
   const { log, count } = options;
   const channel = `cluster-dns-${randomUUID()}`;
@@ -108,7 +110,9 @@ export function createWorkerPool(options: {
         notifyPort,
         channel,
       };
-      const worker = new Worker(new URL('./forwarder-worker.js', import.meta.url), { workerData: data });
+      const worker = new Worker(options.workerScript ?? new URL('./forwarder-worker.js', import.meta.url), {
+        workerData: data,
+      });
       let ready = false;
       worker.on('message', (message: FromWorker) => {
         if (message.t === 'ready') {

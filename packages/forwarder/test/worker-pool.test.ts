@@ -1,0 +1,48 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@cluster-dns/runtime';
+import { waitFor } from '@cluster-dns/testkit';
+import { describe, expect, it } from 'vitest';
+import { createWorkerPool } from '../src/worker-pool.js';
+
+const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+
+describe('worker pool (--workers), with stand-in workers', () => {
+  it('starts a worker that dies again, sums every worker at /metrics, and drains them all on shutdown', async () => {
+    process.env.CRASHING_WORKER_MARKER = join(mkdtempSync(join(tmpdir(), 'pool-')), 'crashed');
+    const lines: Array<Record<string, unknown>> = [];
+    const pool = createWorkerPool({
+      kind: 'forwarder',
+      program: 'forwarder',
+      argv: [],
+      count: 3,
+      addresses: ['127.0.0.1'],
+      port: 0,
+      metrics: { address: '127.0.0.1', port: 0, flags: '--metrics-port' },
+      reusePort: false,
+      log: createLogger({ component: 'test', write: (line) => lines.push(JSON.parse(line)) }),
+      workerScript: new URL('./fixtures/crashing-worker.mjs', import.meta.url),
+    });
+    const started = await pool.start();
+    // The first worker's port, which the others were started on.
+    expect(started.port).toBe(5353);
+    const scrape = async () => (await fetch(`http://127.0.0.1:${started.metricsPort}/metrics`)).text();
+    await waitFor(async () => metric(await scrape(), 'clusterdns_forwarder_worker_restarts_total') === 1, {
+      what: 'worker 1 started again after it exited',
+      seen: () => JSON.stringify(lines.slice(-3)),
+    });
+    await waitFor(async () => metric(await scrape(), 'clusterdns_forwarder_workers') === 3, {
+      what: 'all three workers serving again',
+    });
+    const text = await scrape();
+    // One count from each worker, summed; the process's own series once.
+    expect(metric(text, 'clusterdns_forwarder_cache_hits_total')).toBe(3);
+    expect(text.match(/^process_resident_memory_bytes /gm)?.length).toBe(1);
+    expect(lines.some((l) => l.msg === 'worker exited; starting it again' && l.worker === 1 && l.code === 3)).toBe(
+      true,
+    );
+    await pool.shutdown();
+    await expect(fetch(`http://127.0.0.1:${started.metricsPort}/metrics`)).rejects.toThrow();
+  });
+});
