@@ -73,11 +73,28 @@ describe('record-builder process follows the API and survives its faults', () =>
       expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
       const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
       expect(lists.length).toBeGreaterThanOrEqual(2);
-      const metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
-      for (const resource of ['services', 'endpointslices'])
-        expect(metrics).toMatch(
-          new RegExp(`clusterdns_recordbuilder_relists_total\\{resource="${resource}",reason="expired"\\} [1-9]`),
+      // Each watch resumes on its own backoff: the EndpointSlices' relist may come after the
+      // Services' change is seen (a CI run read the metrics in between).
+      for (const resource of ['services', 'endpointslices']) {
+        const relisted = new RegExp(
+          `clusterdns_recordbuilder_relists_total\\{resource="${resource}",reason="expired"\\} [1-9]`,
         );
+        let metrics = '';
+        await waitFor(
+          async () => {
+            metrics = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+            return relisted.test(metrics);
+          },
+          {
+            what: `${resource} relisted after 410 Gone`,
+            seen: () =>
+              metrics
+                .split('\n')
+                .filter((l) => l.includes('relists'))
+                .join('\n'),
+          },
+        );
+      }
     },
   );
 
