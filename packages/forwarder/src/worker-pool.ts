@@ -85,6 +85,14 @@ export function createWorkerPool(options: {
   let restarts = 0;
   let port = options.port;
   let notifyPort = options.notifyPort;
+  /** Each worker's counters as last scraped: what a worker that died had counted (below). */
+  const lastScraped: Array<MetricsJson | undefined> = new Array(count).fill(undefined);
+  /**
+   * The counters and histograms of workers that died, as last scraped, summed in at every scrape
+   * from then on: a restarted worker counts from 0, and without these the sum would fall, which
+   * Prometheus reads as a counter reset. What a worker counted after the last scrape is lost.
+   */
+  const retired: MetricsJson[] = [];
 
   const registry = new Registry();
   collectProcessMetrics(registry);
@@ -138,6 +146,9 @@ export function createWorkerPool(options: {
       worker.on('error', (error) => log.error('worker failed', { worker: index, err: error }));
       worker.on('exit', (code) => {
         if (workers[index] === worker) workers[index] = undefined;
+        const last = lastScraped[index];
+        lastScraped[index] = undefined;
+        if (ready && last) retired.push(last.filter((m) => ['counter', 'histogram'].includes(String(m.type))));
         if (!ready)
           reject(new ClusterDnsError('WORKER_FAILED', `worker ${index} exited (${code}) before it was ready`));
         else if (!stopping) {
@@ -186,10 +197,24 @@ export function createWorkerPool(options: {
         options.metrics.port,
         {
           '/metrics': async () => {
-            const all = await Promise.all(workers.filter((w) => w !== undefined).map(workerMetrics));
+            const all = await Promise.all(
+              workers.map(async (w, index) => {
+                const json = w && (await workerMetrics(w));
+                if (json && workers[index] === w) lastScraped[index] = json;
+                return json;
+              }),
+            );
+            // Folded into one set: a worker dying over and over keeps no more than one set of counts.
+            if (retired.length > 1)
+              retired.splice(
+                0,
+                retired.length,
+                (await AggregatorRegistry.aggregate(retired).getMetricsAsJSON()) as MetricsJson,
+              );
             const summed = AggregatorRegistry.aggregate([
               await registry.getMetricsAsJSON(),
               ...all.filter((j) => j !== undefined),
+              ...retired,
             ]);
             return { status: 200, body: await summed.metrics(), contentType: summed.contentType };
           },

@@ -9,7 +9,7 @@ import { createWorkerPool } from '../src/worker-pool.js';
 const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
 
 describe('worker pool (--workers), with stand-in workers', () => {
-  it('starts a worker that dies again, sums every worker at /metrics, and drains them all on shutdown', async () => {
+  it('starts a worker that dies again, sums every worker at /metrics (the dead one’s counts kept), and drains them all on shutdown', async () => {
     process.env.CRASHING_WORKER_MARKER = join(mkdtempSync(join(tmpdir(), 'pool-')), 'crashed');
     const lines: Array<Record<string, unknown>> = [];
     const pool = createWorkerPool({
@@ -28,6 +28,8 @@ describe('worker pool (--workers), with stand-in workers', () => {
     // The first worker's port, which the others were started on.
     expect(started.port).toBe(5353);
     const scrape = async () => (await fetch(`http://127.0.0.1:${started.metricsPort}/metrics`)).text();
+    // The first scrape: worker 1 answers it, then dies.
+    expect(metric(await scrape(), 'clusterdns_forwarder_cache_hits_total')).toBe(3);
     await waitFor(async () => metric(await scrape(), 'clusterdns_forwarder_worker_restarts_total') === 1, {
       what: 'worker 1 started again after it exited',
       seen: () => JSON.stringify(lines.slice(-3)),
@@ -36,8 +38,9 @@ describe('worker pool (--workers), with stand-in workers', () => {
       what: 'all three workers serving again',
     });
     const text = await scrape();
-    // One count from each worker, summed; the process's own series once.
-    expect(metric(text, 'clusterdns_forwarder_cache_hits_total')).toBe(3);
+    // One count from each worker, summed, and the dead worker's last count kept: the sum never falls.
+    expect(metric(text, 'clusterdns_forwarder_cache_hits_total')).toBe(4);
+    // The process's own series once.
     expect(text.match(/^process_resident_memory_bytes /gm)?.length).toBe(1);
     expect(lines.some((l) => l.msg === 'worker exited; starting it again' && l.worker === 1 && l.code === 3)).toBe(
       true,
