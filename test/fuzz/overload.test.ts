@@ -105,15 +105,16 @@ describe('overload', () => {
         queryDns({ host: '127.0.0.1', port: s.fwPort }, name, QTYPE.A, { timeoutMs: 3000, transport });
       expect((await ask('www.example.org')).answers).toHaveLength(1);
       // Hold TCP connections open until every descriptor the forwarder may have is in use. (libuv
-      // keeps one in reserve to accept and close what it cannot keep: the count stops one short.)
+      // keeps one in reserve to accept and close what it cannot keep, and frees it while it does:
+      // the count stops one or two short, and a busy machine's samples can all land at two short.)
       const held: net.Socket[] = [];
       for (let i = 0; i < 300; i++) {
         const socket = net.connect(s.fwPort, '127.0.0.1');
         socket.on('error', () => {});
         held.push(socket);
       }
-      await waitFor(() => openDescriptors(pid) >= DESCRIPTOR_LIMIT - 1, {
-        what: `the forwarder to hold ${DESCRIPTOR_LIMIT - 1} of its ${DESCRIPTOR_LIMIT} descriptors`,
+      await waitFor(() => openDescriptors(pid) >= DESCRIPTOR_LIMIT - 2, {
+        what: `the forwarder to hold ${DESCRIPTOR_LIMIT - 2} of its ${DESCRIPTOR_LIMIT} descriptors`,
         seen: () => `${openDescriptors(pid)} open; ${s.fw.tail(3)}`,
       });
       // A miss needs a socket to ask upstream, which it may not get: it may fail, never crash.
