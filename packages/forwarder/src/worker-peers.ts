@@ -1,6 +1,6 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
-import { type Fqdn, isInZone } from '@cluster-dns/wire';
+import { closestZone, type Fqdn } from '@cluster-dns/wire';
 import type { StatsSnapshot } from './chaos-stats.js';
 import type { ZoneChanged, ZoneSync, ZoneSyncCounts } from './zone-sync.js';
 
@@ -160,12 +160,6 @@ function mirror(
 ): ZoneSync {
   const zones = new Map<Fqdn, Mirrored>();
   const counts: ZoneSyncCounts = { transfers: new Map(), invalidated: 0 };
-  const zoneFor = (name: Fqdn): Mirrored | undefined => {
-    let best: [Fqdn, Mirrored] | undefined;
-    for (const entry of zones)
-      if (isInZone(name, entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
-    return best?.[1];
-  };
   handlers.push((message) => {
     if (message.t === 'zone') {
       const state = zones.get(message.zone) ?? { serial: message.serial, epoch: 0 };
@@ -198,8 +192,8 @@ function mirror(
         });
         link.post({ t: 'notify', id, from: index, zone, source });
       }),
-    isPushed: (name) => zoneFor(name) !== undefined,
-    epochOf: (name) => zoneFor(name)?.epoch ?? 0,
+    isPushed: (name) => closestZone(zones, name) !== undefined,
+    epochOf: (name) => closestZone(zones, name)?.epoch ?? 0,
     // The leader checks the serials; what it finds reaches here as 'zone' messages.
     checkAll: async () => {},
     zones: () => [...zones].map(([zone, state]) => ({ zone, serial: state.serial })),

@@ -1,5 +1,5 @@
 import type { Logger } from '@cluster-dns/runtime';
-import { type Fqdn, isInZone, parentOf, serialNewer, type ZoneChange } from '@cluster-dns/wire';
+import { closestZone, type Fqdn, isInZone, parentOf, serialNewer, type ZoneChange } from '@cluster-dns/wire';
 
 export interface ZoneServer {
   readonly host: string;
@@ -87,13 +87,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
   const counts: ZoneSyncCounts = { transfers: new Map(), invalidated: 0 };
   const transferred = (result: ZoneChange['kind'] | 'failed') =>
     counts.transfers.set(result, (counts.transfers.get(result) ?? 0) + 1);
-
-  const zoneFor = (name: Fqdn): [Fqdn, ZoneState] | undefined => {
-    let best: [Fqdn, ZoneState] | undefined;
-    for (const entry of zones)
-      if (isInZone(name, entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
-    return best;
-  };
 
   const once = async (zone: Fqdn, state: ZoneState): Promise<boolean> => {
     const server = deps.serverFor(zone);
@@ -192,11 +185,8 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       if (ok && state.last === 'up-to-date') recheck(zone, state, 0);
       return ok ? 'accepted' : 'failed';
     },
-    isPushed: (name) => {
-      const found = zoneFor(name);
-      return found !== undefined && found[1].serial !== undefined;
-    },
-    epochOf: (name) => zoneFor(name)?.[1].epoch ?? 0,
+    isPushed: (name) => closestZone(zones, name)?.serial !== undefined,
+    epochOf: (name) => closestZone(zones, name)?.epoch ?? 0,
     async checkAll() {
       await Promise.all(
         [...zones].map(async ([zone, state]) => {

@@ -47,6 +47,14 @@ export function isInZone(name: Fqdn, zone: Fqdn): boolean {
   return dot >= 0 && name.endsWith(zone) && name.charCodeAt(dot) === 0x2e && !isEscapedAt(name, dot);
 }
 
+/** What `zones` holds for the closest zone enclosing `name` (the longest that holds it), if any. */
+export function closestZone<T>(zones: ReadonlyMap<Fqdn, T>, name: Fqdn): T | undefined {
+  let best: Fqdn | undefined;
+  for (const zone of zones.keys())
+    if (isInZone(name, zone) && (best === undefined || zone.length > best.length)) best = zone;
+  return best === undefined ? undefined : zones.get(best);
+}
+
 /** The name one label up: "a.b." → "b.", "b." → ".". */
 export function parentOf(name: Fqdn): Fqdn {
   if (name === ROOT) return ROOT;

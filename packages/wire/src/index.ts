@@ -44,6 +44,7 @@ export {
   QueryFormatError,
 } from './errors.js';
 export {
+  closestZone,
   type Fqdn,
   isDns1123Label,
   isDns1123Subdomain,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NameError, QueryFormatError } from './errors.js';
-import { isInZone, labelsOf, parentOf, toFqdn } from './fqdn.js';
+import { closestZone, isInZone, labelsOf, parentOf, toFqdn } from './fqdn.js';
 import { readName, writeName } from './names-on-wire.js';
 
 /** A name on the wire from raw labels: length octet, label octets, …, zero. */
@@ -55,6 +55,17 @@ describe('the name codec', () => {
     expect(isInZone(toFqdn('x.cluster.local'), toFqdn('cluster.local'))).toBe(true);
     // \065 is "A": one name, whichever way it is written.
     expect(toFqdn('\\065.example')).toBe('a.example.');
+  });
+
+  it('closestZone finds the longest zone holding a name, not a suffix that is no zone of it', () => {
+    const zones = new Map([
+      [toFqdn('cluster.local'), 'cluster'],
+      [toFqdn('svc.cluster.local'), 'svc'],
+      [toFqdn('ster.local'), 'suffix only'],
+    ]);
+    expect(closestZone(zones, toFqdn('web.shop.svc.cluster.local'))).toBe('svc');
+    expect(closestZone(zones, toFqdn('pod.cluster.local'))).toBe('cluster');
+    expect(closestZone(zones, toFqdn('example.org'))).toBeUndefined();
   });
 
   it.each([
