@@ -115,16 +115,7 @@ export function rssMiB(pid) {
 }
 
 /** The record-builder's flags for a bench run: on `kubeconfig`, every port free on loopback, no lameduck. */
-export const recordBuilderArgs = (kubeconfig, extra = []) => [
-  `--kubecfg-file=${kubeconfig}`,
-  '--dns-bind-address=127.0.0.1',
-  '--dns-port=0',
-  '--healthz-bind-address=127.0.0.1',
-  '--healthz-port=0',
-  '--metrics-port=0',
-  '--lameduck=0s',
-  ...extra,
-];
+export { localRecordBuilderArgs as recordBuilderArgs } from '@cluster-dns/testkit';
 
 /**
  * One of our processes, pinned to `core` (a number or a taskset list such as "0,1"), waited for

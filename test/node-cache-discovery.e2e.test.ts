@@ -2,10 +2,18 @@ import dgram from 'node:dgram';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixtures, freePort, type LaunchedProcess, launchProcess, startApiServer, waitFor } from '@cluster-dns/testkit';
+import {
+  fixtures,
+  freePort,
+  type LaunchedProcess,
+  launchProcess,
+  localRecordBuilderArgs,
+  startApiServer,
+  waitFor,
+} from '@cluster-dns/testkit';
 import { decodeMessage, OPCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { dist, localRecordBuilderArgs } from './support/stack.js';
+import { dist } from './support/stack.js';
 
 // Two record-builder replicas find the node caches in the API (the node-local DaemonSet's pods,
 // by label) and share them out: each node cache is pushed to by one replica, and when a replica

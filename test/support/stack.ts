@@ -10,6 +10,7 @@ import {
   freePort,
   type LaunchedProcess,
   launchProcess,
+  localRecordBuilderArgs,
   startApiServer,
   startTestUpstream,
   type TestApiServer,
@@ -50,20 +51,6 @@ export const baseCluster = () => [
   ),
   fixtures.service('shop', 'pay', { externalName: 'pay.example.org' }),
 ];
-
-/** The record-builder's flags for a test: on `kubeconfig`'s API, every port free on loopback, no lameduck. */
-export function localRecordBuilderArgs(kubeconfig: string, extra: readonly string[] = []): string[] {
-  return [
-    `--kubecfg-file=${kubeconfig}`,
-    '--dns-bind-address=127.0.0.1',
-    '--dns-port=0',
-    '--healthz-bind-address=127.0.0.1',
-    '--healthz-port=0',
-    '--metrics-port=0',
-    '--lameduck=0s',
-    ...extra,
-  ];
-}
 
 /** The record-builder and the forwarder as the manifest runs them (--notify, --no-negcache), on loopback. */
 export async function startStack(

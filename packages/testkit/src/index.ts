@@ -27,6 +27,7 @@ export { createNetns, linkNetns, type Netns, netnsUnavailable } from './netns.js
 export { node22Binary } from './node22.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';
 export { type LaunchedProcess, type LaunchOptions, type LogLine, launchProcess } from './process-launcher.js';
+export { localRecordBuilderArgs } from './record-builder-args.js';
 export { type KubeObject, parseResourcePath, RESOURCE_KINDS, type ResourceKind } from './resources.js';
 export {
   replyTo,
