@@ -73,7 +73,6 @@ export interface NodeCacheForwarder {
   plan: NodeLocalPlan;
   options: ForwarderOptions;
   config: NonNullable<ForwarderDeps['config']>;
-  kubeDnsDir: string;
 }
 
 /**
@@ -173,7 +172,7 @@ export async function nodeCacheForwarder(
       return sourcesOf(next.plan, raw, resolvFile);
     },
   };
-  return { plan, options, config, kubeDnsDir };
+  return { plan, options, config };
 }
 
 /** What runs the DNS side: one forwarder in this thread, or a pool of workers. */
