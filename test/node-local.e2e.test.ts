@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -334,8 +334,8 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
             await started.at(-1)?.stop('SIGTERM');
             const old = await startCache(['-lameduck=1s'], binary);
             expect(old.logs.find((l) => l.msg === 'ready')?.reusePort).toBe(true);
-            // -workers' default on Node 22: one per core, each on its own socket of the port.
-            expect(old.logs.find((l) => l.msg === 'ready')?.workers ?? 1).toBe(availableParallelism());
+            // -workers' default: one (a handover with a pool per instance lost 83 of 12,000 in a CI run).
+            expect(old.logs.find((l) => l.msg === 'ready')?.workers ?? 1).toBe(1);
             const load = pod.run(
               process.execPath,
               [
