@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -334,8 +334,8 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
             await started.at(-1)?.stop('SIGTERM');
             const old = await startCache(['-lameduck=1s'], binary);
             expect(old.logs.find((l) => l.msg === 'ready')?.reusePort).toBe(true);
-            // -workers' default: one (a handover with a pool per instance lost 83 of 12,000 in a CI run).
-            expect(old.logs.find((l) => l.msg === 'ready')?.workers ?? 1).toBe(1);
+            // -workers' default on Node 22: one per core, each on its own socket of the port.
+            expect(old.logs.find((l) => l.msg === 'ready')?.workers ?? 1).toBe(availableParallelism());
             const load = pod.run(
               process.execPath,
               [
@@ -352,10 +352,18 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
             // The rolling update: the new Pod starts beside the old (maxSurge), then the old one stops.
             const fresh = await startCache(['-lameduck=1s'], binary);
             expect(await old.stop('SIGTERM')).toBe(0);
-            const counts = JSON.parse(await load) as { sent: number; firstTry: number; onRetry: number; lost: number };
+            const counts = JSON.parse(await load) as {
+              sent: number;
+              firstTry: number;
+              onRetry: number;
+              lost: number;
+              clientDrops: number;
+            };
             console.log(`node-local handover at 2,000 QPS: ${JSON.stringify(counts)}`);
             expect(counts.sent).toBeGreaterThan(10_000);
-            expect(counts.lost).toBe(0);
+            // A reply the client's own socket dropped (it was not scheduled in time) was sent; the
+            // client's 16 sockets' buffers make that take a stall of seconds. Named apart if it happens.
+            expect({ lost: counts.lost, clientDrops: counts.clientDrops }).toEqual({ lost: 0, clientDrops: 0 });
             expect(counts.firstTry + counts.onRetry).toBe(counts.sent);
             expect(old.logs.some((l) => String(l.msg).startsWith('another instance serves the local IPs'))).toBe(true);
             expect(await rulesOf(node, firewall)).toHaveLength(24);
@@ -385,6 +393,14 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
             ) as { sent: number; firstTry: number };
             expect(after.firstTry).toBe(after.sent);
             expect((await served()) - before).toBeGreaterThanOrEqual(after.sent);
+            // The kernel spread the pods' 16 source ports over every worker's socket (one machine's
+            // core is one worker, and no pool to count by).
+            const perWorker = (await httpGet(pod, `http://${LOCAL_IP}:9253/metrics`))
+              .split('\n')
+              .filter((l) => l.startsWith('clusterdns_forwarder_worker_queries_total{'))
+              .map((l) => Number(l.split(' ').at(-1)));
+            expect(perWorker).toHaveLength(availableParallelism() > 1 ? availableParallelism() : 0);
+            for (const n of perWorker) expect(n).toBeGreaterThan(0);
           },
           60_000,
         );

@@ -69,7 +69,7 @@ export const nodeCacheFlags = {
   ),
   workers: flag.int(
     'worker threads, each binding the DNS port with SO_REUSEPORT (Node.js 22.12+); 0: one per core where SO_REUSEPORT works, else 1',
-    1,
+    0,
     { min: 0, max: 256 },
   ),
   skipteardown: flag.bool('leave the interface and rules on exit (for a hand-over between two instances)'),

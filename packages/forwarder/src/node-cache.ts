@@ -178,7 +178,7 @@ export async function nodeCacheForwarder(
 /** What runs the DNS side: one forwarder in this thread, or a pool of workers. */
 type Serving = Pick<Forwarder, 'start' | 'shutdown'>;
 
-/** -workers: as given (1 by default), or (0) one per core where SO_REUSEPORT works, as CoreDNS's multisocket does. */
+/** -workers: as given, or (0) one per core where SO_REUSEPORT works, as CoreDNS's multisocket does. */
 function workersOf(values: NodeCacheValues): number {
   checkWorkers('-workers', values.workers);
   return values.workers || (reusePortSupported() ? availableParallelism() : 1);
