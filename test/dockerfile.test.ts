@@ -70,6 +70,25 @@ describe('docker/Dockerfile, read without a Docker engine', () => {
     }
   });
 
+  it('writes bundles in ASCII that mean what the UTF-8 source meant (a one-byte source string in V8)', async () => {
+    const { asciiOnly } = await import('../docker/bundle.mjs');
+    const source = [
+      '// RFC 6891 §6.1.3 — a comment',
+      'const re = /^(\\d+)(ns|µs|ms)$/;',
+      'const µ = "µs → 😀";',
+      'module.exports = [re.exec("5µs")?.[2], µ, µ.length, `t→` + 1];',
+    ].join('\n');
+    const escaped = asciiOnly(source);
+    expect(/[^\x00-\x7f]/.test(escaped)).toBe(false);
+    const run = (code: string) => {
+      const module = { exports: undefined as unknown };
+      new Function('module', code)(module);
+      return module.exports;
+    };
+    expect(run(escaped)).toEqual(run(source));
+    expect(run(escaped)).toEqual(['µs', 'µs → 😀', 7, 't→1']);
+  });
+
   it('has a node-cache target: the forwarder bundle’s node-local entry, as root with ip, iptables and nft', async () => {
     const lines = stages.get('node-cache') ?? [];
     expect(lines[0]).toMatch(/^FROM \$\{NODE_IMAGE\} AS node-cache$/);
