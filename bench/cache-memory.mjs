@@ -3,9 +3,9 @@
 // 10,000 answers in ≤ 60 MiB. Each server fills its cache from one upstream (testkit's, on the load
 // core), then answers hits over every name for a TTL and more, so each entry is refreshed once
 // among hits, as in a cache that runs for a while.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchProcess } from '@cluster-dns/testkit';
+import { launchProcess, node22Binary } from '@cluster-dns/testkit';
 import {
   LOAD_CORE,
   ROOT,
@@ -21,7 +21,14 @@ import {
 } from './lib.mjs';
 import { manifestNodeOptions, steadyMemory } from './scale.mjs';
 
-const YOUNG_CAP = '--max-semi-space-size=1';
+/** The NODE_OPTIONS an image of docker/Dockerfile sets for `target`. */
+export function imageNodeOptions(target) {
+  const dockerfile = readFileSync(join(ROOT, 'docker/Dockerfile'), 'utf8');
+  const stage = dockerfile.split(/^FROM /m).find((s) => new RegExp(`AS ${target}\\n`).test(s));
+  const value = stage && /^ENV NODE_OPTIONS="([^"]+)"/m.exec(stage)?.[1];
+  if (!value) throw new Error(`docker/Dockerfile: no NODE_OPTIONS in the ${target} stage`);
+  return value;
+}
 
 /** testkit's upstream with `count` A records of `ttlSeconds`, pinned to the load core. */
 async function startUpstream(names, ttlSeconds) {
@@ -48,7 +55,13 @@ async function measure(pid, port, names, ttlSeconds) {
   const cachedRssMiB = await settled();
   runDnsperf({ port, file: writeQueryFile(names), seconds: ttlSeconds + 10, clients: 4 });
   const afterHitsRssMiB = await settled();
+  // RSS split as the kernel counts it: anonymous memory (heaps), and file pages mapped in (for
+  // Node, most of the ~40 MiB are its binary's code, clean pages the kernel can drop and read again).
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
   return {
+    anonMiB: round(kib('RssAnon') / 1024, 1),
+    fileMiB: round(kib('RssFile') / 1024, 1),
     idleRssMiB,
     cachedRssMiB,
     rssMiB: afterHitsRssMiB,
@@ -65,11 +78,14 @@ export async function runCacheMemory({ row, forwarderArgs, count = 10_000, ttlSe
   const upstream = await startUpstream(names, ttlSeconds);
   const route = `/cluster.local/127.0.0.1#${upstream.port}`;
   const caseName = `8. cache memory: ${count.toLocaleString('en-US')} cached answers, RSS (no GC asked)`;
-  // As it ships (the manifest's heap flags), then with V8's young generation capped: the flag an
-  // operator can trade for memory (a miss then costs more CPU; see the README's case 8).
+  // As each ships, on the images' Node 22: the kube-dns Pod's forwarder with the manifest's heap
+  // flags, and the node-cache image's (V8's young generation capped: a miss costs more CPU there,
+  // where a node cache answers mostly hits; see the README's case 8).
+  const node22 = node22Binary();
+  const node = 'unavailable' in node22 ? process.execPath : node22.path;
   const variants = [
-    ['cluster-dns', manifestNodeOptions('dnsmasq')],
-    [`cluster-dns, ${YOUNG_CAP}`, `${manifestNodeOptions('dnsmasq')} ${YOUNG_CAP}`],
+    ['cluster-dns, the Pod forwarder', manifestNodeOptions('dnsmasq')],
+    ['cluster-dns, the node-cache image', imageNodeOptions('node-cache')],
   ];
   try {
     for (const [name, nodeOptions] of variants) {
@@ -79,6 +95,7 @@ export async function runCacheMemory({ row, forwarderArgs, count = 10_000, ttlSe
         SERVER_CORE,
         { NODE_OPTIONS: nodeOptions },
         join(ROOT, 'packages/forwarder/bundle/main.js'),
+        { node },
       );
       try {
         row(caseName, name, { tool: 'dnsperf', ...(await measure(ours.pid, ours.ready.port, names, ttlSeconds)) });
