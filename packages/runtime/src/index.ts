@@ -3,7 +3,7 @@ export { formatGoDuration, parseGoDurationMs } from './duration.js';
 export { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
 export { type FlagDef, type FlagValues, flag, formatFlagHelp, type ParsedFlags, parseFlags } from './flags.js';
 export { type HostPort, parseHostPort } from './host-port.js';
-export { HttpBindError, type HttpListener, type HttpRoute, listenHttp, routesApp } from './http-listener.js';
+export { HttpBindError, type HttpListener, type HttpRoute, listenHttp, routesListener } from './http-listener.js';
 export {
   ConfigError,
   EMPTY_KUBE_DNS_CONFIG,
