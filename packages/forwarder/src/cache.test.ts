@@ -118,6 +118,31 @@ describe('the reply cache, without sockets', () => {
     expect(cache.size).toBe(0);
   });
 
+  it('drops by a name several entries hold, before and after one of them leaves', () => {
+    let now = 0;
+    const cache = new ReplyCache(10, () => now);
+    const name = 'x.shop.svc.cluster.local';
+    const withDo = (ttl: number) => {
+      const r = resolvedAnswer(`${name}.`, QTYPE.A, { address: '192.0.2.1', ttl });
+      return toCachedReply(cacheKeyOf(queryOf(name, QTYPE.A, true)), r.wire, r.scanned, ttl, testRoute(), now);
+    };
+    cache.set(entryFor(name, now, '.>upstream', 10));
+    cache.set(withDo(100));
+    cache.set(entryFor('y.shop.svc.cluster.local', now));
+    expect(cache.evictNames([toFqdn(name)])).toBe(2);
+    expect(cache.size).toBe(1);
+    // Again, and one of the two expires and is dropped on a lookup: the other is still found by name.
+    cache.set(entryFor(name, now, '.>upstream', 10));
+    cache.set(withDo(100));
+    now = 20_000;
+    expect(cache.lookup(queryOf(name))).toBeUndefined();
+    expect(cache.size).toBe(2);
+    expect(cache.evictNames([toFqdn(name)])).toBe(1);
+    expect(cache.evictNames([toFqdn(name)])).toBe(0);
+    expect(cache.evictNames([toFqdn('y.shop.svc.cluster.local')])).toBe(1);
+    expect(cache.size).toBe(0);
+  });
+
   it.each([
     ['an answer: its smallest TTL', { address: '192.0.2.1', ttl: 300 }, policy, 300],
     ['an NXDOMAIN: the SOA minimum', { rcode: RCODE.NXDOMAIN, soaMinimum: 120 }, policy, 120],
