@@ -15,6 +15,7 @@ import {
   SERVER_CORE,
   startDnsmasq,
   startOurs,
+  statusMiB,
   tools,
   warm,
   writeQueryFile,
@@ -57,11 +58,9 @@ async function measure(pid, port, names, ttlSeconds) {
   const afterHitsRssMiB = await settled();
   // RSS split as the kernel counts it: anonymous memory (heaps), and file pages mapped in (for
   // Node, most of the ~40 MiB are its binary's code, clean pages the kernel can drop and read again).
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
   return {
-    anonMiB: round(kib('RssAnon') / 1024, 1),
-    fileMiB: round(kib('RssFile') / 1024, 1),
+    anonMiB: statusMiB(pid, 'RssAnon'),
+    fileMiB: statusMiB(pid, 'RssFile'),
     idleRssMiB,
     cachedRssMiB,
     rssMiB: afterHitsRssMiB,

@@ -107,11 +107,16 @@ export function newMemoryCgroup(name) {
   };
 }
 
-export function rssMiB(pid) {
+/** A memory field of /proc/<pid>/status (VmRSS, RssAnon, RssFile, …) in MiB, to 0.1. */
+export function statusMiB(pid, field) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
-    .find((l) => l.startsWith('VmRSS:'));
+    .find((l) => l.startsWith(`${field}:`));
   return Math.round((Number(line.split(/\s+/)[1]) / 1024) * 10) / 10;
+}
+
+export function rssMiB(pid) {
+  return statusMiB(pid, 'VmRSS');
 }
 
 /** The record-builder's flags for a bench run: on `kubeconfig`, every port free on loopback, no lameduck. */

@@ -277,8 +277,8 @@ if (only && existsSync(resultFile)) {
 const result = { date, machine: machine(), tools, secondsPerCase: seconds, rows, notes };
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(join(ROOT, `bench/results/${date}.json`), `${JSON.stringify(result, null, 2)}\n`);
-const ratio = (caseName, field, inverse = false) => {
-  const ours = rows.find((r) => r.case === caseName && r.server === 'cluster-dns')?.[field];
+const ratio = (caseName, field, inverse = false, server = 'cluster-dns') => {
+  const ours = rows.find((r) => r.case === caseName && r.server === server)?.[field];
   const ref = rows.find((r) => r.case === caseName && r.server === 'dnsmasq')?.[field];
   if (!ours || !ref) return null;
   return round(inverse ? ref / ours : ours / ref, 2);
@@ -295,8 +295,8 @@ const baselineRatios = Object.fromEntries(
         : null,
     ]),
 );
-const nodeCacheRss = () =>
-  rows.find((r) => r.case.startsWith('8. ') && r.server === 'cluster-dns, the node-cache image')?.rssMiB;
+const memoryCase = rows.find((r) => r.case.startsWith('8. '))?.case;
+const NODE_CACHE_IMAGE = 'cluster-dns, the node-cache image';
 const ratios = {
   'cache hits QPS, ours/ceiling (target ≥ 0.9)': vsCeiling('cluster-dns', 'qpsVsCeiling') ?? null,
   'cache hits CPU per query, ours/ceiling (target ≤ 1.15)': vsCeiling('cluster-dns', 'cpuVsCeiling') ?? null,
@@ -322,11 +322,9 @@ const ratios = {
     'cpuUsPerQuery',
   ),
   'cache hits TCP QPS, ours/dnsmasq (target ≥ 2)': ratio('2. forwarder cache hits, TCP pipelined, max', 'qps'),
-  "cache of 10,000 answers, the node-cache image's RSS in MiB (node-local target ≤ 60)": nodeCacheRss() ?? null,
-  'cache of 10,000 answers, RSS, node-cache image/dnsmasq': (() => {
-    const dnsmasq = rows.find((r) => r.case.startsWith('8. ') && r.server === 'dnsmasq')?.rssMiB;
-    return nodeCacheRss() && dnsmasq ? round(nodeCacheRss() / dnsmasq, 1) : null;
-  })(),
+  "cache of 10,000 answers, the node-cache image's RSS in MiB (node-local target ≤ 60)":
+    rows.find((r) => r.case === memoryCase && r.server === NODE_CACHE_IMAGE)?.rssMiB ?? null,
+  'cache of 10,000 answers, RSS, node-cache image/dnsmasq': ratio(memoryCase, 'rssMiB', false, NODE_CACHE_IMAGE),
   'p99 at 10k QPS, ours − dnsmasq, ms (target ≤ 0.5)': (() => {
     const c = '1. forwarder cache hits, UDP, 10k QPS';
     const o = rows.find((r) => r.case === c && r.server === 'cluster-dns')?.p99Ms;

@@ -52,12 +52,9 @@ for (const [name, entries] of Object.entries(BUNDLES)) {
     metafile: true,
     logLevel: 'warning',
   });
-  for (const file of Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js'))) {
-    const path = resolve(file);
-    writeFileSync(path, asciiOnly(readFileSync(path, 'utf8')));
-  }
-  writeFileSync(join(outdir, 'package.json'), `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
   const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.js'));
+  for (const [file] of outputs) writeFileSync(resolve(file), asciiOnly(readFileSync(resolve(file), 'utf8')));
+  writeFileSync(join(outdir, 'package.json'), `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
   const bytes = outputs.reduce((n, [, o]) => n + o.bytes, 0);
   console.log(`${name}: ${outputs.length} file(s), ${(bytes / 1048576).toFixed(1)} MiB in ${relative(root, outdir)}`);
   if (report) {
