@@ -1,6 +1,6 @@
 import { type Fqdn, isInZone, labelsOf, parentOf, QTYPE, RCODE, type Rr } from '@cluster-dns/wire';
 import { serviceKey } from './cluster-model.js';
-import { hostRecordsByLabel, withSrvWeights } from './service-records.js';
+import { hostRecordsByLabel, type RecordList, withSrvWeights } from './service-records.js';
 import { recordsAt, soaRecord } from './zone-records.js';
 import type { ZoneView } from './zone-view.js';
 
@@ -28,7 +28,7 @@ export function zoneOf(view: ZoneView, name: Fqdn): Fqdn | undefined {
 
 /** The answer for a name in one of our zones, per the spec and RFC 1034/2308/8020. */
 export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: number): AnswerParts {
-  const at = recordsAt(view, zone, name);
+  const at = recordsAt(view, zone, name, qtype);
   const negative = (rcode: number): AnswerParts => ({
     rcode,
     answers: [],
@@ -61,7 +61,7 @@ export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: numbe
 function srvGlue(view: ZoneView, answers: readonly Rr[], owners: Set<string>): Rr[] {
   const additionals: Rr[] = [];
   const glued = new Set<string>();
-  const hostsUnder = new Map<string, Map<string, Rr[]> | undefined>();
+  const hostsUnder = new Map<string, ReadonlyMap<string, RecordList> | undefined>();
   for (const srv of answers) {
     if (srv.type !== QTYPE.SRV || glued.has(srv.target)) continue;
     glued.add(srv.target);
@@ -70,11 +70,11 @@ function srvGlue(view: ZoneView, answers: readonly Rr[], owners: Set<string>): R
     if (!hostsUnder.has(parent)) hostsUnder.set(parent, headlessHosts(view, parent, owners));
     const hosts = hostsUnder.get(parent);
     let rrs: readonly Rr[] | undefined;
-    if (hosts) rrs = hosts.get(labelsOf(target)[0] as string);
+    if (hosts) rrs = hosts.get(firstLabelOf(target))?.rrs;
     else {
       const zone = zoneOf(view, target);
       if (!zone) continue;
-      const at = recordsAt(view, zone, target);
+      const at = recordsAt(view, zone, target, QTYPE.A);
       for (const o of at.owners) owners.add(o);
       rrs = at.rrs;
     }
@@ -83,8 +83,12 @@ function srvGlue(view: ZoneView, answers: readonly Rr[], owners: Set<string>): R
   return additionals;
 }
 
+/** A target's first label: a slice where it has no escapes, which ours never do. */
+const firstLabelOf = (name: Fqdn): string =>
+  name.includes('\\') ? (labelsOf(name)[0] as string) : name.slice(0, name.indexOf('.'));
+
 /** When `base` is a headless Service's name in our zone, its endpoint names' records by label. */
-function headlessHosts(view: ZoneView, base: Fqdn, owners: Set<string>): Map<string, Rr[]> | undefined {
+function headlessHosts(view: ZoneView, base: Fqdn, owners: Set<string>): ReadonlyMap<string, RecordList> | undefined {
   if (!isInZone(base, view.zone)) return undefined;
   const labels = labelsOf(base);
   const below = labels.slice(0, labels.length - labelsOf(view.zone).length);

@@ -88,6 +88,45 @@ describe('headless services', () => {
     ).toEqual(['10.244.9.1', '10.244.9.2']);
   });
 
+  it.each([3, 40])('keeps an address or a target given twice once, among %i endpoints', (count) => {
+    // Short record lists are checked by scanning, long ones through an index: both must dedupe.
+    const t = createTestZone();
+    t.state.upsertService(svc('data', 'many', { kind: 'headless', ports: pg }));
+    const endpoints = Array.from({ length: count }, (_, i) => ({ ip: `10.244.8.${i + 1}`, hostname: `m-${i}` }));
+    // The last endpoint repeats the first one's address and hostname, in a second slice.
+    t.state.upsertGroup(group('data', 'many', endpoints, pg, 'many-a'));
+    t.state.upsertGroup(group('data', 'many', [{ ip: '10.244.8.1', hostname: 'm-0' }], pg, 'many-b'));
+    const tcp = { transport: 'tcp' as const };
+    const a = t.ask(`many.data.${Z}`, QTYPE.A, tcp);
+    expect(a.answers.map((r) => r.address).sort()).toEqual(endpoints.map((e) => e.ip).sort());
+    const srv = t.ask(`_pg._tcp.many.data.${Z}`, QTYPE.SRV, tcp);
+    expect(srv.answers).toHaveLength(count);
+    expect(new Set(srv.answers.map((r) => r.target)).size).toBe(count);
+    expect(srv.additionals.filter((r) => r.type === QTYPE.A)).toHaveLength(count);
+    expect(t.ask(`m-0.many.data.${Z}`).answers.map((r) => r.address)).toEqual(['10.244.8.1']);
+  });
+
+  it('answers A and AAAA at the name from addresses alone, and SRV there from every port', () => {
+    // An address question builds no SRV records; the name's existence must not depend on them.
+    const t = createTestZone();
+    t.state.upsertService(svc('data', 'bare', { kind: 'headless' }));
+    t.state.upsertGroup(group('data', 'bare', [{ ip: '10.244.3.1' }]));
+    expect(t.ask(`bare.data.${Z}`).answers.map((r) => r.address)).toEqual(['10.244.3.1']);
+    const aaaa = t.ask(`bare.data.${Z}`, QTYPE.AAAA);
+    expect([aaaa.flags.rcode, aaaa.answers.length]).toEqual([RCODE.NOERROR, 0]);
+    const noPorts = t.ask(`bare.data.${Z}`, QTYPE.SRV);
+    expect([noPorts.flags.rcode, noPorts.answers.length]).toEqual([RCODE.NOERROR, 0]);
+    const db = headlessZone();
+    expect(db.ask(`db.data.${Z}`, QTYPE.AAAA).answers).toHaveLength(0);
+    expect(
+      db
+        .ask(`db.data.${Z}`, QTYPE.SRV)
+        .answers.map((r) => r.target)
+        .sort(),
+    ).toEqual([`10-244-0-4.db.data.${Z}`, `db-0.db.data.${Z}`, `db-1.db.data.${Z}`]);
+    expect(db.ask(`db.data.${Z}`, QTYPE.ANY).answers).toHaveLength(6);
+  });
+
   it('merges many EndpointSlices of one service and forgets a deleted slice', () => {
     const t = createTestZone();
     t.state.upsertService(svc('data', 'big', { kind: 'headless' }));

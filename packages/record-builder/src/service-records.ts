@@ -29,30 +29,80 @@ function srv(name: Fqdn, port: number, target: Fqdn, ttl: number): Rr {
   return { name, type: QTYPE.SRV, class: QCLASS.IN, ttl, priority: SRV_PRIORITY, weight: 0, port, target };
 }
 
-/** Records at one name, a duplicate (the same IP in two endpoints, one hostname twice) kept once. */
-class RecordList {
+/**
+ * Records at one name, a duplicate (the same IP in two endpoints, one hostname twice) kept once.
+ * Answers of hundreds of records are built from these per query after a change: a short list is
+ * checked by scanning it, a long one through an index of the data's existing strings, so a record
+ * costs no key string of its own.
+ */
+export class RecordList {
   readonly rrs: Rr[] = [];
-  private readonly seen = new Set<string>();
+  /** By address or target: the record's port (SRV) or type, or several of them. */
+  private index: Map<string, number | number[]> | undefined;
 
   push(rr: Rr): void {
-    const key = `${rr.type}|${rr.address ?? rr.target ?? ''}|${rr.port ?? ''}`;
-    if (this.seen.has(key)) return;
-    this.seen.add(key);
-    this.rrs.push(rr);
-  }
-}
-
-/** Each published endpoint of a headless Service: its group, index and label. */
-function* publishedEndpoints(service: ServiceInfo, groups: Iterable<EndpointGroup>) {
-  for (const group of groups) {
-    for (let i = 0; i < group.count; i++) {
-      if (isPublished(service, group, i)) yield { group, i };
+    if (this.index === undefined) {
+      for (const r of this.rrs) if (sameData(r, rr)) return;
+      this.rrs.push(rr);
+      if (this.rrs.length >= INDEX_FROM) {
+        this.index = new Map();
+        for (const r of this.rrs) this.remember(r);
+      }
+      return;
     }
+    const seen = this.index.get(dataKey(rr));
+    const value = dataValue(rr);
+    if (seen === value || (Array.isArray(seen) && seen.includes(value))) return;
+    this.rrs.push(rr);
+    this.remember(rr);
+  }
+
+  private remember(rr: Rr): void {
+    const index = this.index as Map<string, number | number[]>;
+    const key = dataKey(rr);
+    const seen = index.get(key);
+    if (seen === undefined) index.set(key, dataValue(rr));
+    else if (Array.isArray(seen)) seen.push(dataValue(rr));
+    else index.set(key, [seen, dataValue(rr)]);
   }
 }
 
-/** The records at `<svc>.<ns>.svc.<zone>`: A/AAAA (cluster IPs or endpoints), SRV per port, or a CNAME. */
-export function baseRecords(service: ServiceInfo, groups: Iterable<EndpointGroup>, ctx: RecordContext): Rr[] {
+/** Lists shorter than this are searched; an index costs more than a scan of a few records. */
+const INDEX_FROM = 8;
+// Addresses and targets never collide as text (a target ends in a dot), so one map holds both.
+const dataKey = (rr: Rr): string => rr.address ?? rr.target ?? '';
+const dataValue = (rr: Rr): number => (rr.type === QTYPE.SRV ? rr.port : -rr.type);
+const sameData = (a: Rr, b: Rr) =>
+  a.type === b.type && a.address === b.address && a.target === b.target && a.port === b.port;
+
+/** Calls `fn` for each published endpoint of a headless Service (a callback: no object per endpoint). */
+function forEachPublished(
+  service: ServiceInfo,
+  groups: Iterable<EndpointGroup>,
+  fn: (group: EndpointGroup, i: number) => void,
+): void {
+  for (const group of groups) {
+    for (let i = 0; i < group.count; i++) if (isPublished(service, group, i)) fn(group, i);
+  }
+}
+
+/** Calls `fn` for each address of endpoint i, without copying them out. */
+function forEachAddress(group: EndpointGroup, i: number, fn: (ip: string) => void): void {
+  const end = group.starts[i + 1] as number;
+  for (let a = group.starts[i] as number; a < end; a++) fn(group.addresses[a] as string);
+}
+
+/**
+ * The records at `<svc>.<ns>.svc.<zone>`: A/AAAA (cluster IPs or endpoints), SRV per port, or a
+ * CNAME. With `addressesOnly`, a headless Service's SRV records are left out (an A or AAAA question
+ * does not read them); the name still has records exactly when it would have without.
+ */
+export function baseRecords(
+  service: ServiceInfo,
+  groups: Iterable<EndpointGroup>,
+  ctx: RecordContext,
+  addressesOnly = false,
+): Rr[] {
   const base = baseNameOf(service, ctx.zone);
   const out = new RecordList();
   const ttl = ctx.ttlSeconds;
@@ -66,11 +116,15 @@ export function baseRecords(service: ServiceInfo, groups: Iterable<EndpointGroup
     if (service.clusterIPs.length > 0) for (const p of service.ports) out.push(srv(base, p.port, base, ttl));
     return out.rrs;
   }
-  for (const { group, i } of publishedEndpoints(service, groups)) {
-    for (const ip of addressesOf(group, i)) out.push(addressRr(base, ip, ttl));
+  // Every published endpoint has an address (packing drops those without), so addresses alone
+  // decide whether the name exists.
+  const push = (ip: string) => out.push(addressRr(base, ip, ttl));
+  forEachPublished(service, groups, (group, i) => {
+    forEachAddress(group, i, push);
+    if (addressesOnly || group.ports.length === 0) return;
     const host = toFqdn(`${endpointLabel(group, i)}.${base}`);
     for (const p of group.ports) out.push(srv(base, p.port, host, ttl));
-  }
+  });
   return out.rrs;
 }
 
@@ -84,10 +138,10 @@ export function hostRecords(
   if (service.kind !== 'headless') return undefined;
   const host = toFqdn(`${label}.${baseNameOf(service, ctx.zone)}`);
   const out = new RecordList();
-  for (const { group, i } of publishedEndpoints(service, groups)) {
-    if (endpointLabel(group, i) !== label) continue;
-    for (const ip of addressesOf(group, i)) out.push(addressRr(host, ip, ctx.ttlSeconds));
-  }
+  const push = (ip: string) => out.push(addressRr(host, ip, ctx.ttlSeconds));
+  forEachPublished(service, groups, (group, i) => {
+    if (endpointLabel(group, i) === label) forEachAddress(group, i, push);
+  });
   return out.rrs.length ? out.rrs : undefined;
 }
 
@@ -96,11 +150,11 @@ export function hostRecordsByLabel(
   service: ServiceInfo,
   groups: Iterable<EndpointGroup>,
   ctx: RecordContext,
-): Map<string, Rr[]> {
-  const base = baseNameOf(service, ctx.zone);
+): ReadonlyMap<string, RecordList> {
   const lists = new Map<string, RecordList>();
-  if (service.kind !== 'headless') return new Map();
-  for (const { group, i } of publishedEndpoints(service, groups)) {
+  if (service.kind !== 'headless') return lists;
+  const base = baseNameOf(service, ctx.zone);
+  forEachPublished(service, groups, (group, i) => {
     const label = endpointLabel(group, i);
     let list = lists.get(label);
     if (!list) {
@@ -108,9 +162,11 @@ export function hostRecordsByLabel(
       lists.set(label, list);
     }
     const host = toFqdn(`${label}.${base}`);
-    for (const ip of addressesOf(group, i)) list.push(addressRr(host, ip, ctx.ttlSeconds));
-  }
-  return new Map([...lists].map(([label, list]) => [label, list.rrs]));
+    const end = group.starts[i + 1] as number;
+    for (let a = group.starts[i] as number; a < end; a++)
+      list.push(addressRr(host, group.addresses[a] as string, ctx.ttlSeconds));
+  });
+  return lists;
 }
 
 /** The SRV records at `_<port>._<proto>.<svc>.<ns>.svc.<zone>`, or undefined when none. */
@@ -129,10 +185,14 @@ export function portRecords(
     if (service.clusterIPs.length > 0)
       for (const p of service.ports) if (matches(p)) out.push(srv(owner, p.port, base, ctx.ttlSeconds));
   } else if (service.kind === 'headless') {
-    for (const { group, i } of publishedEndpoints(service, groups)) {
-      const host = toFqdn(`${endpointLabel(group, i)}.${base}`);
-      for (const p of group.ports) if (matches(p)) out.push(srv(owner, p.port, host, ctx.ttlSeconds));
-    }
+    forEachPublished(service, groups, (group, i) => {
+      let host: Fqdn | undefined;
+      for (const p of group.ports) {
+        if (!matches(p)) continue;
+        host ??= toFqdn(`${endpointLabel(group, i)}.${base}`);
+        out.push(srv(owner, p.port, host, ctx.ttlSeconds));
+      }
+    });
   }
   return out.rrs.length ? out.rrs : undefined;
 }
@@ -142,9 +202,11 @@ export function protocolHasPorts(service: ServiceInfo, groups: Iterable<Endpoint
   if (service.kind === 'cluster-ip')
     return service.clusterIPs.length > 0 && service.ports.some((p) => p.name && p.protocol === protocol);
   if (service.kind !== 'headless') return false;
-  for (const { group } of publishedEndpoints(service, groups))
-    if (group.ports.some((p) => p.name && p.protocol === protocol)) return true;
-  return false;
+  let found = false;
+  forEachPublished(service, groups, (group) => {
+    found ||= group.ports.some((p) => p.name && p.protocol === protocol);
+  });
+  return found;
 }
 
 /**
@@ -155,9 +217,10 @@ export function ptrAddresses(service: ServiceInfo, groups: Iterable<EndpointGrou
   if (service.kind === 'cluster-ip') return [...service.clusterIPs];
   if (service.kind !== 'headless') return [];
   const out: string[] = [];
-  for (const { group, i } of publishedEndpoints(service, groups)) {
-    if (group.hostnames?.[i]) out.push(...addressesOf(group, i));
-  }
+  const push = (ip: string) => out.push(ip);
+  forEachPublished(service, groups, (group, i) => {
+    if (group.hostnames?.[i]) forEachAddress(group, i, push);
+  });
   return out;
 }
 
@@ -172,10 +235,10 @@ export function ptrTargets(
   if (service.kind === 'cluster-ip') return service.clusterIPs.includes(ip) ? [base] : [];
   if (service.kind !== 'headless') return [];
   const out = new Set<Fqdn>();
-  for (const { group, i } of publishedEndpoints(service, groups)) {
+  forEachPublished(service, groups, (group, i) => {
     const hostname = group.hostnames?.[i];
     if (hostname && addressesOf(group, i).includes(ip)) out.add(toFqdn(`${hostname}.${base}`));
-  }
+  });
   return [...out];
 }
 
@@ -216,7 +279,7 @@ export function buildServiceRecords(
     const hosts = new Map<string, RecordList>();
     const ports = new Map<string, RecordList>();
     const ptrs = new Map<string, Set<Fqdn>>();
-    for (const { group, i } of publishedEndpoints(service, groups)) {
+    forEachPublished(service, groups, (group, i) => {
       const label = endpointLabel(group, i);
       const host = toFqdn(`${label}.${base}`);
       let list = hosts.get(host);
@@ -245,7 +308,7 @@ export function buildServiceRecords(
           ptrs.set(ip, targets);
         }
       }
-    }
+    });
     for (const [host, list] of hosts) put(host as Fqdn, list.rrs);
     for (const [owner, list] of ports) put(owner as Fqdn, list.rrs);
     for (const [ip, targets] of ptrs) {

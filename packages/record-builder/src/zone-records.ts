@@ -22,12 +22,15 @@ export interface NameRecords {
 
 const none = (exists: boolean, stable = false): NameRecords => ({ rrs: undefined, exists, owners: [], stable });
 
-/** What is at `name`, in the cluster zone or a reverse zone. */
-export function recordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
-  return zone === view.zone ? clusterRecordsAt(view, name) : reverseRecordsAt(view, zone, name);
+/**
+ * What is at `name`, in the cluster zone or a reverse zone. Given the question's type, records no
+ * answer of that type reads may be left out (never whether the name exists).
+ */
+export function recordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: number): NameRecords {
+  return zone === view.zone ? clusterRecordsAt(view, name, qtype) : reverseRecordsAt(view, zone, name);
 }
 
-function clusterRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
+function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecords {
   const { state } = view;
   const ttl = view.ttlSeconds;
   const labels = labelsOf(name);
@@ -60,7 +63,7 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
   });
   // The base name has names below it only when it has records itself: without published
   // endpoints a headless Service's name does not exist (NXDOMAIN, spec §2.4.1).
-  if (n === 3) return owned(baseRecords(service, groups, view));
+  if (n === 3) return owned(baseRecords(service, groups, view, qtype === QTYPE.A || qtype === QTYPE.AAAA));
   const first = below[0] as string;
   if (service.kind === 'external-name') return owned(undefined, false);
   if (n === 4) {

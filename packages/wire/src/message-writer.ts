@@ -49,6 +49,44 @@ export class MessageWriter {
 
   /** A name in text form; compressed against earlier names unless `compress` is false. */
   name(text: string, compress = true): void {
+    const lower = text.toLowerCase();
+    // Escapes, or a character whose lower case is longer (offsets in `lower` would not be `text`'s).
+    if (lower.length !== text.length || text.includes('\\')) {
+      this.nameByLabels(text, compress);
+      return;
+    }
+    // Built per query for answers of hundreds of records: no split, no label strings. The only
+    // strings made are the suffixes looked up, and only while no earlier name matched.
+    const dotted = text.length > 0 && text.charCodeAt(text.length - 1) === 0x2e;
+    const end = dotted ? text.length - 1 : text.length;
+    const key = dotted ? lower : `${lower}.`;
+    for (let start = 0; start < end; ) {
+      if (compress) {
+        const suffix = start === 0 ? key : key.slice(start);
+        const at = this.names.get(suffix);
+        if (at !== undefined) {
+          this.u16(0xc000 | at);
+          return;
+        }
+        if (this.pos <= MAX_POINTER_OFFSET) this.names.set(suffix, this.pos);
+      }
+      let dot = text.indexOf('.', start);
+      if (dot === -1 || dot > end) dot = end;
+      this.room(1 + dot - start);
+      const buf = this.buf;
+      let pos = this.pos;
+      buf[pos++] = dot - start;
+      // Latin-1, as buf.write(label, 'latin1') would: the low byte of each character.
+      for (let i = start; i < dot; i++) buf[pos++] = text.charCodeAt(i);
+      this.pos = pos;
+      start = dot + 1;
+    }
+    this.room(1);
+    this.buf[this.pos++] = 0;
+  }
+
+  /** name() for names with escapes (`\.`, `\DDD`): label by label, as octets. */
+  private nameByLabels(text: string, compress: boolean): void {
     const plain = !text.includes('\\');
     const labels = plain ? undefined : labelOctets(text);
     const parts = plain ? (text === '.' || text === '' ? [] : text.replace(/\.$/, '').split('.')) : undefined;

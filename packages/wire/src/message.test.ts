@@ -223,6 +223,18 @@ describe('MessageWriter', () => {
     expect(decodeMessage(ours)).toEqual(decodeMessage(encodeMessage(message)));
   });
 
+  it('compresses a name against one written in another case or without its root dot, and keeps the case written', () => {
+    const writer = new MessageWriter().question('Web.Example.org', QTYPE.A, 1);
+    const at = (name: string): Rr => ({ name, type: QTYPE.A, class: 1, ttl: 5, address: '10.0.0.1' });
+    writer.record(1, at('web.example.org.')).record(1, at('WEB.EXAMPLE.ORG')).record(1, at('api.example.ORG.'));
+    const wire = writer.finish(1, reply([]).flags);
+    const decoded = decodeMessage(wire);
+    expect(decoded.questions[0]?.name).toBe('Web.Example.org.');
+    expect(decoded.answers.map((r) => r.name)).toEqual(['Web.Example.org.', 'Web.Example.org.', 'api.Example.org.']);
+    // Question 12 + 17 name + 4; two answers of a pointer and 14 octets; "api" then a pointer, then 14.
+    expect(wire.length).toBe(12 + 17 + 4 + 2 * (2 + 14) + (4 + 2 + 14));
+  });
+
   it('never compresses an SRV target (RFC 2782)', () => {
     const writer = new MessageWriter().question('_h._tcp.example.org.', QTYPE.SRV, 1);
     writer.record(1, {
