@@ -11,7 +11,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -46,6 +46,20 @@ export function pinned(core, command, args) {
 /** Moves a running process (all its threads) to another core. */
 export function repin(pid, core) {
   if (tools.taskset) execFileSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
+}
+
+/**
+ * Runs `fn` with this process (every thread) on `core`, then back on every core: the bench's own
+ * work (the in-process API server writing watch events, the event generator) stays off the core
+ * being measured, as an API server is off a DNS Pod's node.
+ */
+export async function withSelfOn(core, fn) {
+  repin(process.pid, core);
+  try {
+    return await fn();
+  } finally {
+    repin(process.pid, `0-${availableParallelism() - 1}`);
+  }
 }
 
 export function cpuSeconds(pid) {

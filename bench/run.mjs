@@ -29,6 +29,7 @@ import {
   tools,
   warm,
   withCpu,
+  withSelfOn,
   writeQueryFile,
 } from './lib.mjs';
 import { runPropagation } from './push.mjs';
@@ -246,11 +247,11 @@ if (want(7)) {
 
 // ---- case 5: 10,000 Services and 100,000 endpoints, on one core and on two (bench/scale.mjs)
 if (want(5)) {
-  const oneCore = await runScale({ cores: String(SERVER_CORE), seconds, row, quick });
-  await runSizing({ row, full: oneCore });
+  const oneCore = await withSelfOn(LOAD_CORE, () => runScale({ cores: String(SERVER_CORE), seconds, row, quick }));
+  await withSelfOn(LOAD_CORE, () => runSizing({ row, full: oneCore }));
   await runScale({ cores: `${SERVER_CORE},${LOAD_CORE}`, seconds, row, quick });
   notes.push(
-    'Case 5 on two cores shares core 1 with the load generator and the in-process API server that writes the churn; the one-core figures are the container-limited ones.',
+    'Case 5 on one core keeps the bench process (the in-process API server that writes the churn) on core 1 with the load generator; on two cores the record-builder shares core 1 with both, so the one-core figures are the container-limited ones.',
   );
 }
 
@@ -296,6 +297,8 @@ const baselineRatios = Object.fromEntries(
     ]),
 );
 const memoryCase = rows.find((r) => r.case.startsWith('8. '))?.case;
+const oneCore = (what, server = 'cluster-dns') =>
+  rows.find((r) => r.case === `5. scale (1 core): ${what}` && r.server === server);
 const NODE_CACHE_IMAGE = 'cluster-dns, the node-cache image';
 const ratios = {
   'cache hits QPS, ours/ceiling (target ≥ 0.9)': vsCeiling('cluster-dns', 'qpsVsCeiling') ?? null,
@@ -325,6 +328,15 @@ const ratios = {
   "cache of 10,000 answers, the node-cache image's RSS in MiB (node-local target ≤ 60)":
     rows.find((r) => r.case === memoryCase && r.server === NODE_CACHE_IMAGE)?.rssMiB ?? null,
   'cache of 10,000 answers, RSS, node-cache image/dnsmasq': ratio(memoryCase, 'rssMiB', false, NODE_CACHE_IMAGE),
+  'record-builder on one core at 10k Services, start → ready, s (target ≤ 3)':
+    oneCore('start to ready')?.readyS ?? null,
+  'record-builder on one core, steady RSS, MiB (target ≤ 200)': oneCore('start to ready')?.steadyRssMiB ?? null,
+  'record-builder on one core, idle p99 at 5k QPS by dnsperf, ms (target ≤ 1)':
+    oneCore('5k QPS, no events (warm), dnsperf')?.p99Ms ?? null,
+  "dnsmasq on that core right after, same client and rate: the host's floor, ms":
+    oneCore("5k QPS, no events, dnsmasq on the same core (the host's floor), dnsperf", 'dnsmasq')?.p99Ms ?? null,
+  'record-builder on one core, p99 at 5k QPS with 1,000 events/s by dnsperf, ms (target ≤ 10)':
+    oneCore('5k QPS, 1,000 EndpointSlice events/s, dnsperf')?.p99Ms ?? null,
   'p99 at 10k QPS, ours − dnsmasq, ms (target ≤ 0.5)': (() => {
     const c = '1. forwarder cache hits, UDP, 10k QPS';
     const o = rows.find((r) => r.case === c && r.server === 'cluster-dns')?.p99Ms;
