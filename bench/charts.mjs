@@ -170,9 +170,13 @@ function rssSpec(rows) {
             },
           ]
         : []),
-      {
-        data: { values },
-        mark: { type: 'point', filled: true, size: 80 },
+      // After-GC points as rings around the steady dots: the two often differ by less than a dot.
+      ...[
+        [AFTER_GC, { type: 'point', filled: false, size: 220, strokeWidth: 2 }],
+        [STEADY, { type: 'point', filled: true, size: 70 }],
+      ].map(([measure, mark]) => ({
+        data: { values: values.filter((v) => v.measure === measure) },
+        mark,
         encoding: {
           x: {
             field: 'endpoints',
@@ -188,7 +192,7 @@ function rssSpec(rows) {
             legend: { labelLimit: 0, orient: 'bottom' },
           },
         },
-      },
+      })),
     ],
   };
 }

@@ -11,7 +11,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -58,7 +58,7 @@ export async function withSelfOn(core, fn) {
   try {
     return await fn();
   } finally {
-    repin(process.pid, `0-${availableParallelism() - 1}`);
+    repin(process.pid, `0-${cpus().length - 1}`);
   }
 }
 
@@ -247,10 +247,12 @@ export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients
  * server's and the kernel's, where the Node load generator adds its own event-loop delays.
  */
 export async function runDnsperfLatency({ port, file, seconds, qps }) {
-  const [command, argv] = pinned(LOAD_CORE, 'dnsperf', [
-    ...['-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds)],
-    ...['-Q', String(qps), '-c', '1', '-t', '1', '-v'],
-  ]);
+  const [command, argv] = aboveChurn(
+    pinned(LOAD_CORE, 'dnsperf', [
+      ...['-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds)],
+      ...['-Q', String(qps), '-c', '1', '-t', '1', '-v'],
+    ]),
+  );
   const { stdout } = await execFileAsync(command, argv, {
     encoding: 'utf8',
     timeout: (seconds + 30) * 1000,
@@ -276,18 +278,22 @@ export async function runDnsperfLatency({ port, file, seconds, qps }) {
 
 let loadgenJobs = 0;
 
+/**
+ * A latency client's command, run above the in-process API server's churn on the load core, so it
+ * reads replies when they arrive: its figures are the server's latency, not its own wait for the
+ * CPU (root only; otherwise as it is).
+ */
+function aboveChurn([command, argv]) {
+  return process.getuid?.() === 0 ? ['nice', ['-n', '-10', command, ...argv]] : [command, argv];
+}
+
 /** Runs bench/loadgen.mjs on the load core, without blocking this process (it may apply events meanwhile). */
 export async function runLoadgen(job) {
   const file = join(SCRATCH, `loadgen-${++loadgenJobs}.json`);
   writeFileSync(file, JSON.stringify({ host: '127.0.0.1', ...job }));
-  // Above the API server's churn on the same core, so it reads replies when they arrive: its
-  // figures are the server's latency, not its own wait for the CPU (root only).
-  const [pinnedCommand, pinnedArgv] = pinned(LOAD_CORE, process.execPath, [
-    join(ROOT, 'bench/loadgen.mjs'),
-    `@${file}`,
-  ]);
-  const [command, argv] =
-    process.getuid?.() === 0 ? ['nice', ['-n', '-10', pinnedCommand, ...pinnedArgv]] : [pinnedCommand, pinnedArgv];
+  const [command, argv] = aboveChurn(
+    pinned(LOAD_CORE, process.execPath, [join(ROOT, 'bench/loadgen.mjs'), `@${file}`]),
+  );
   const { stdout } = await execFileAsync(command, argv, {
     encoding: 'utf8',
     timeout: (job.durationMs ?? 10_000) + 30_000,

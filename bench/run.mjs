@@ -273,7 +273,9 @@ if (only && existsSync(resultFile)) {
   const kept = earlier.rows.filter((r) => !only.includes(Number.parseInt(r.case, 10)));
   rows.unshift(...kept);
   rows.sort((a, b) => Number.parseInt(a.case, 10) - Number.parseInt(b.case, 10));
-  notes.push(...(earlier.notes ?? []).filter((n) => !notes.includes(n)));
+  // A note of a case run again is this run's to make (notes name their case: "Case 5 …").
+  const rerun = (n) => only.some((c) => n.startsWith(`Case ${c} `));
+  notes.push(...(earlier.notes ?? []).filter((n) => !notes.includes(n) && !rerun(n)));
 }
 const result = { date, machine: machine(), tools, secondsPerCase: seconds, rows, notes };
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
