@@ -313,6 +313,7 @@ export async function runScale({ cores, seconds, row, quick }) {
     const rssAtReady = rssTreeMiB(rb.pid);
     // What the kernel, the kubelet and the OOM killer see: no GC asked for by the bench.
     const steady = await steadyMemory(rb.pid, cgroup, quick ? 10 : 30);
+    const atSteady = await metric(metricsPort);
     const { rssMiB: rssAfterGc, gc } = await settledRss(rb);
     full.rssMiB = rssAfterGc;
     row(`5. scale (${label}): start to ready`, 'cluster-dns', {
@@ -321,6 +322,10 @@ export async function runScale({ cores, seconds, row, quick }) {
       endpoints: rb.ready.endpoints,
       rssMiBAtReady: rssAtReady,
       ...steady,
+      mainHeapMiBSteady: round(gauge(atSteady, 'nodejs_heap_size_total_bytes') / 1048576),
+      workerHeapMiBSteady: round(
+        gauge(atSteady, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576,
+      ),
       rssMiBAfterGc: rssAfterGc,
       heapMiBAfterGc: round(gc.heapUsed / 1048576),
       workerHeapMiBAfterGc: round(gc.workerHeapUsed / 1048576),
@@ -370,6 +375,9 @@ export async function runScale({ cores, seconds, row, quick }) {
           gauge(after, 'clusterdns_recordbuilder_events_coalesced_total') -
           (gauge(before, 'clusterdns_recordbuilder_events_coalesced_total') || 0),
         slowWatchersClosed: api.slowWatchersClosed(),
+        // Which thread holds the peak: each V8 heap as the phase ends (the worker's as of its last report).
+        mainHeapMiBAtEnd: round(gauge(after, 'nodejs_heap_size_total_bytes') / 1048576),
+        workerHeapMiBAtEnd: round(gauge(after, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576),
       });
       // Let a backlog drain before the next figure.
       for (let i = 0; i < 100 && gauge(await metric(metricsPort), 'clusterdns_recordbuilder_event_backlog') > 0; i++)

@@ -26,6 +26,8 @@ export type WorkerMessage =
   | { readonly type: 'configured'; readonly from: string; readonly server: string }
   | { readonly type: 'fatal'; readonly message: string; readonly code: string; readonly hint?: string }
   | { readonly type: 'gc-done'; readonly heapUsed: number; readonly heapTotal: number }
+  /** The worker's V8 heap, every few seconds: the main thread's metrics cannot read it. */
+  | { readonly type: 'heap'; readonly heapUsed: number; readonly heapTotal: number }
   | {
       readonly type: 'batch';
       readonly updates: readonly FeedUpdate[];

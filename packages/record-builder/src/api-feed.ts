@@ -44,6 +44,8 @@ export interface ApiFeed {
   lagMs(nowMs: number): number;
   /** Events replaced by a later state of their object before being applied. */
   coalesced(): number;
+  /** The API worker's V8 heap as it last reported it (zeros before its first report). */
+  workerHeap(): { heapUsed: number; heapTotal: number };
   /** Runs a full GC in the worker (full-gc.ts) and gives its heap after it. */
   gc(): Promise<{ heapUsed: number; heapTotal: number }>;
   stop(): Promise<void>;
@@ -72,6 +74,7 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
   let workerPending = 0;
   let workerOldestMs = 0;
   let coalesced = 0;
+  let workerHeap = { heapUsed: 0, heapTotal: 0 };
   const gcWaiters: Array<(heap: { heapUsed: number; heapTotal: number }) => void> = [];
 
   const apply = (u: FeedUpdate) => {
@@ -149,6 +152,8 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
           resolve({ from: message.from, server: message.server });
         } else if (message.type === 'fatal') {
           reject(new KubeConfigError(message.message, { hint: message.hint }));
+        } else if (message.type === 'heap') {
+          workerHeap = { heapUsed: message.heapUsed, heapTotal: message.heapTotal };
         } else if (message.type === 'gc-done') {
           for (const w of gcWaiters.splice(0)) w({ heapUsed: message.heapUsed, heapTotal: message.heapTotal });
         } else {
@@ -190,6 +195,7 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
       return oldest.length ? Math.max(0, nowMs - Math.min(...oldest)) : 0;
     },
     coalesced: () => coalesced,
+    workerHeap: () => workerHeap,
     gc: () =>
       new Promise((resolve) => {
         if (!worker) return resolve({ heapUsed: 0, heapTotal: 0 });

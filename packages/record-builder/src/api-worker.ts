@@ -11,6 +11,7 @@
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '@cluster-dns/runtime';
 import type { KubernetesObject, V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
@@ -108,6 +109,13 @@ function flush(): void {
   inFlight = true;
   post({ type: 'batch', ...queue.take(config.maxBatch), coalesced: queue.coalesced });
 }
+
+/** How often the worker tells the main thread its heap (the metrics' view of this thread). */
+const HEAP_REPORT_MS = 2000;
+setInterval(() => {
+  const heap = getHeapStatistics();
+  post({ type: 'heap', heapUsed: heap.used_heap_size, heapTotal: heap.total_heap_size });
+}, HEAP_REPORT_MS).unref();
 
 port.on('message', (message: MainMessage) => {
   if (message.type === 'gc') {

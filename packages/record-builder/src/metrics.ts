@@ -104,6 +104,16 @@ export function createRecordBuilderMetrics(registry: Registry) {
     help: 'Age of the oldest change read from the API and not yet in the answers; 0 when caught up.',
     registers: [registry],
   });
+  const workerHeapTotal = new Gauge({
+    name: 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes',
+    help: "The API worker thread's V8 heap (nodejs_heap_size_total_bytes is the answering thread's).",
+    registers: [registry],
+  });
+  const workerHeapUsed = new Gauge({
+    name: 'clusterdns_recordbuilder_api_worker_heap_size_used_bytes',
+    help: "Bytes in use in the API worker thread's V8 heap, as of its last report (every 2 s).",
+    registers: [registry],
+  });
   const coalesced = new Counter({
     name: 'clusterdns_recordbuilder_events_coalesced_total',
     help: 'Watch events replaced by a later state of the same object before they were applied.',
@@ -277,6 +287,7 @@ export function createRecordBuilderMetrics(registry: Registry) {
       backlog: number;
       lagSeconds: number;
       coalesced: number;
+      workerHeap: { heapUsed: number; heapTotal: number };
     }): void {
       endpoints.set(stats.endpoints);
       services.set(stats.services);
@@ -284,6 +295,8 @@ export function createRecordBuilderMetrics(registry: Registry) {
       cacheBytes.set(stats.cacheBytes);
       backlog.set(stats.backlog);
       lag.set(stats.lagSeconds);
+      workerHeapTotal.set(stats.workerHeap.heapTotal);
+      workerHeapUsed.set(stats.workerHeap.heapUsed);
       // The worker counts in total (and from 0 again after a restart); the counter follows it.
       if (stats.coalesced > coalescedSeen) coalesced.inc(stats.coalesced - coalescedSeen);
       coalescedSeen = stats.coalesced;

@@ -188,6 +188,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       backlog: feed.backlog(),
       lagSeconds: feed.lagMs(Date.now()) / 1000,
       coalesced: feed.coalesced(),
+      workerHeap: feed.workerHeap(),
     });
     if (state.journal) metrics.journal({ bytes: state.journal.sizeBytes, changes: state.journal.size });
     if (shard) metrics.nodeCaches(shard.counts());

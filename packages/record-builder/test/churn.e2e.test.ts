@@ -140,5 +140,18 @@ describe('record-builder under an EndpointSlice burst', () => {
       'resource="endpointslices",reason="start" 1',
       'resource="services",reason="start" 1',
     ]);
+    // The API worker's heap, beside the answering thread's, for telling which one holds the RSS.
+    const gauge = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1]);
+    const heap = await waitFor(
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${rb.metricsPort}/metrics`)).text();
+        const total = gauge(text, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes');
+        return total > 0 && { total, used: gauge(text, 'clusterdns_recordbuilder_api_worker_heap_size_used_bytes') };
+      },
+      { what: "the API worker's heap in /metrics" },
+    );
+    expect(heap.used).toBeGreaterThan(1 << 20);
+    expect(heap.used).toBeLessThanOrEqual(heap.total);
+    expect(heap.total).toBeLessThan(peakRss * 1048576);
   }, 120_000);
 });
