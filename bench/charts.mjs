@@ -182,6 +182,9 @@ function rssSpec(rows) {
             field: 'endpoints',
             type: 'quantitative',
             title: 'endpoints (at 0: an empty cluster, below 10,000 Services with none)',
+            // Room at both ends, so a ring at 0 or at the last size does not cover an axis label.
+            scale: { domain: [-6000, 106000], nice: false },
+            axis: { values: [0, 20000, 40000, 60000, 80000, 100000] },
           },
           y: { field: 'rss', type: 'quantitative', title: 'RSS (MiB)', scale: { zero: true } },
           color: {
