@@ -54,11 +54,16 @@ export function repin(pid, core) {
  * being measured, as an API server is off a DNS Pod's node.
  */
 export async function withSelfOn(core, fn) {
+  if (!tools.taskset) return fn();
+  // "pid 123's current affinity list: 0,1": put back exactly that.
+  const before = execFileSync('taskset', ['-pc', String(process.pid)], { encoding: 'utf8' })
+    .split(': ')[1]
+    ?.trim();
   repin(process.pid, core);
   try {
     return await fn();
   } finally {
-    repin(process.pid, `0-${cpus().length - 1}`);
+    repin(process.pid, before || `0-${cpus().length - 1}`);
   }
 }
 
