@@ -49,7 +49,7 @@ export function repin(pid, core) {
 }
 
 /**
- * Runs `fn` with this process (every thread) on `core`, then back on every core: the bench's own
+ * Runs `fn` with this process (every thread) on `core`, then back where it was: the bench's own
  * work (the in-process API server writing watch events, the event generator) stays off the core
  * being measured, as an API server is off a DNS Pod's node.
  */

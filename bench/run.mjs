@@ -247,8 +247,10 @@ if (want(7)) {
 
 // ---- case 5: 10,000 Services and 100,000 endpoints, on one core and on two (bench/scale.mjs)
 if (want(5)) {
-  const oneCore = await withSelfOn(LOAD_CORE, () => runScale({ cores: String(SERVER_CORE), seconds, row, quick }));
-  await withSelfOn(LOAD_CORE, () => runSizing({ row, full: oneCore }));
+  await withSelfOn(LOAD_CORE, async () => {
+    const oneCore = await runScale({ cores: String(SERVER_CORE), seconds, row, quick });
+    await runSizing({ row, full: oneCore });
+  });
   await runScale({ cores: `${SERVER_CORE},${LOAD_CORE}`, seconds, row, quick });
   notes.push(
     'Case 5 on one core keeps the bench process (the in-process API server that writes the churn) on core 1 with the load generator; on two cores the record-builder shares core 1 with both, so the one-core figures are the container-limited ones.',

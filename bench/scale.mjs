@@ -111,6 +111,11 @@ function histogramQuantile(text, name, q) {
   return buckets.find(([, c]) => c >= total * q)?.[0] ?? null;
 }
 const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+/** Each thread's V8 heap in a /metrics text: the answering thread's (prom-client's) and the API worker's. */
+const heapsMiB = (text) => ({
+  main: round(gauge(text, 'nodejs_heap_size_total_bytes') / 1048576),
+  worker: round(gauge(text, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576),
+});
 
 /**
  * `fn`'s result with how late the record-builder's answering thread ran its timers meanwhile (p99
@@ -322,10 +327,8 @@ export async function runScale({ cores, seconds, row, quick }) {
       endpoints: rb.ready.endpoints,
       rssMiBAtReady: rssAtReady,
       ...steady,
-      mainHeapMiBSteady: round(gauge(atSteady, 'nodejs_heap_size_total_bytes') / 1048576),
-      workerHeapMiBSteady: round(
-        gauge(atSteady, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576,
-      ),
+      mainHeapMiBSteady: heapsMiB(atSteady).main,
+      workerHeapMiBSteady: heapsMiB(atSteady).worker,
       rssMiBAfterGc: rssAfterGc,
       heapMiBAfterGc: round(gc.heapUsed / 1048576),
       workerHeapMiBAfterGc: round(gc.workerHeapUsed / 1048576),
@@ -376,8 +379,8 @@ export async function runScale({ cores, seconds, row, quick }) {
           (gauge(before, 'clusterdns_recordbuilder_events_coalesced_total') || 0),
         slowWatchersClosed: api.slowWatchersClosed(),
         // Which thread holds the peak: each V8 heap as the phase ends (the worker's as of its last report).
-        mainHeapMiBAtEnd: round(gauge(after, 'nodejs_heap_size_total_bytes') / 1048576),
-        workerHeapMiBAtEnd: round(gauge(after, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576),
+        mainHeapMiBAtEnd: heapsMiB(after).main,
+        workerHeapMiBAtEnd: heapsMiB(after).worker,
       });
       // Let a backlog drain before the next figure.
       for (let i = 0; i < 100 && gauge(await metric(metricsPort), 'clusterdns_recordbuilder_event_backlog') > 0; i++)

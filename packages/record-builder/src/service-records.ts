@@ -45,26 +45,26 @@ export class RecordList {
       for (const r of this.rrs) if (sameData(r, rr)) return;
       this.rrs.push(rr);
       if (this.rrs.length >= INDEX_FROM) {
-        this.index = new Map();
-        for (const r of this.rrs) this.remember(r);
+        const index = new Map<string, number | number[]>();
+        for (const r of this.rrs) remember(index, r);
+        this.index = index;
       }
       return;
     }
-    const seen = this.index.get(dataKey(rr));
-    const value = dataValue(rr);
-    if (seen === value || (Array.isArray(seen) && seen.includes(value))) return;
-    this.rrs.push(rr);
-    this.remember(rr);
+    if (remember(this.index, rr)) this.rrs.push(rr);
   }
+}
 
-  private remember(rr: Rr): void {
-    const index = this.index as Map<string, number | number[]>;
-    const key = dataKey(rr);
-    const seen = index.get(key);
-    if (seen === undefined) index.set(key, dataValue(rr));
-    else if (Array.isArray(seen)) seen.push(dataValue(rr));
-    else index.set(key, [seen, dataValue(rr)]);
-  }
+/** Adds a record's data to a list's index; false when the index held it already. */
+function remember(index: Map<string, number | number[]>, rr: Rr): boolean {
+  const key = dataKey(rr);
+  const value = dataValue(rr);
+  const seen = index.get(key);
+  if (seen === undefined) index.set(key, value);
+  else if (seen === value || (Array.isArray(seen) && seen.includes(value))) return false;
+  else if (Array.isArray(seen)) seen.push(value);
+  else index.set(key, [seen, value]);
+  return true;
 }
 
 /** Lists shorter than this are searched; an index costs more than a scan of a few records. */
@@ -162,6 +162,7 @@ export function hostRecordsByLabel(
       lists.set(label, list);
     }
     const host = toFqdn(`${label}.${base}`);
+    // forEachAddress would need a closure per endpoint here (its host differs): the loop is inline.
     const end = group.starts[i + 1] as number;
     for (let a = group.starts[i] as number; a < end; a++)
       list.push(addressRr(host, group.addresses[a] as string, ctx.ttlSeconds));

@@ -85,7 +85,10 @@ export class MessageWriter {
     this.buf[this.pos++] = 0;
   }
 
-  /** name() for names with escapes (`\.`, `\DDD`): label by label, as octets. */
+  /**
+   * name() label by label: for names with escapes (`\.`, `\DDD`), and for the rare one whose lower
+   * case is longer than itself.
+   */
   private nameByLabels(text: string, compress: boolean): void {
     const plain = !text.includes('\\');
     const labels = plain ? undefined : labelOctets(text);
