@@ -2,9 +2,11 @@
 // drive them with dnsperf or bench/loadgen.mjs. Everything targets 127.0.0.1 and stops by itself.
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
+  closeSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmdirSync,
@@ -246,10 +248,16 @@ export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients
   };
 }
 
+let dnsperfRuns = 0;
+
 /**
  * dnsperf at a fixed rate with every answer's latency (`-v`), on the load core, without blocking
  * this process (it may write churn meanwhile). A C client with no GC of its own: its tail is the
  * server's and the kernel's, where the Node load generator adds its own event-loop delays.
+ * Its lines (400 KB/s at 5k QPS) go to a file, not a pipe: this process, busy with the churn it
+ * serves on the same core, drained a pipe late, and dnsperf's receiving thread then blocked writing
+ * a line, stopped reading answers and held every query behind it, 50-250 ms at a time, while the
+ * measured server sat idle (perf sched timehist: both dnsperf threads asleep, the server's core idle).
  */
 export async function runDnsperfLatency({ port, file, seconds, qps }) {
   const [command, argv] = aboveChurn(
@@ -258,11 +266,25 @@ export async function runDnsperfLatency({ port, file, seconds, qps }) {
       ...['-Q', String(qps), '-c', '1', '-t', '1', '-v'],
     ]),
   );
-  const { stdout } = await execFileAsync(command, argv, {
-    encoding: 'utf8',
-    timeout: (seconds + 30) * 1000,
-    maxBuffer: 1 << 28,
-  });
+  const out = join(SCRATCH, `dnsperf-${process.pid}-${++dnsperfRuns}.txt`);
+  const fd = openSync(out, 'w');
+  let stdout;
+  try {
+    await new Promise((resolve, reject) => {
+      const child = spawn(command, argv, { stdio: ['ignore', fd, 'inherit'] });
+      const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        if (code === 0) resolve();
+        else reject(new Error(`dnsperf exited with ${signal ?? `code ${code}`}`));
+      });
+    });
+    stdout = readFileSync(out, 'utf8');
+  } finally {
+    closeSync(fd);
+    rmSync(out, { force: true });
+  }
   // `> NOERROR svc-1.ns-1.svc.cluster.local A 0.000123`: one line per answer, latency in seconds.
   const latencies = [...stdout.matchAll(/^> \S+ .* ([\d.]+)$/gm)].map((m) => Number(m[1]) * 1000);
   latencies.sort((a, b) => a - b);
