@@ -33,8 +33,11 @@ export const ENDPOINT = { READY: 1, TERMINATING: 2 } as const;
 
 /**
  * One EndpointSlice (or one legacy Endpoints object), owned by a Service, with its endpoints
- * packed into a few arrays: about 50 bytes and a hostname each, instead of a few hundred as
- * objects. Endpoint i has the addresses at indexes starts[i] .. starts[i + 1] - 1.
+ * packed into a few arrays and two strings: a group is about ten objects however many endpoints
+ * it has. The answering thread's full GCs visit every object it holds, so a string per address
+ * and per hostname (two hundred thousand at 100k endpoints) was most of their work.
+ * Endpoint i has the addresses numbered starts[i] .. starts[i + 1] - 1; address a is
+ * addressText.slice(addressAt[a], addressAt[a + 1]). Read them through endpoint-group.ts.
  */
 export interface EndpointGroup {
   readonly namespace: string;
@@ -46,12 +49,16 @@ export interface EndpointGroup {
   readonly count: number;
   /** ENDPOINT bits per endpoint. */
   readonly flags: Uint8Array;
-  /** Where each endpoint's addresses start (count + 1 entries). */
+  /** Which addresses are each endpoint's (count + 1 entries). */
   readonly starts: Uint32Array;
-  /** Every endpoint's addresses, in order; IPv6 in RFC 5952 form. */
-  readonly addresses: readonly string[];
-  /** Per endpoint, lowercased; undefined when no endpoint of the group has one. */
-  readonly hostnames: readonly (string | null)[] | undefined;
+  /** Every endpoint's addresses, one after another with nothing between; IPv6 in RFC 5952 form. */
+  readonly addressText: string;
+  /** Where each address begins in addressText (one entry per address, and its end). */
+  readonly addressAt: Uint32Array;
+  /** Every endpoint's hostname (lowercased), one after another; '' when none has one. */
+  readonly hostnameText: string;
+  /** Where endpoint i's hostname begins in hostnameText (count + 1 entries); undefined when none has one. */
+  readonly hostnameAt: Uint32Array | undefined;
   /** EndpointSlice annotation endpoints.kubernetes.io/last-change-trigger-time, in ms; 0 when absent. */
   readonly triggerTimeMs: number;
 }

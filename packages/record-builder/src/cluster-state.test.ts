@@ -73,3 +73,33 @@ describe('cluster state: which zones a change touches (NOTIFY only those)', () =
     expect(s.last()).toBe(cluster);
   });
 });
+
+describe('cluster state: the reverse index', () => {
+  it('finds the owners of every address with a PTR, IPv4 of any range and IPv6, and forgets moved ones', () => {
+    const s = store();
+    s.state.upsertService(service('web', 'cluster-ip', ['192.168.10.1', 'fd00::10']));
+    s.state.upsertService(service('db', 'headless'));
+    s.state.upsertGroup(
+      group('db', [
+        { ip: '10.244.1.5', hostname: 'db-0' },
+        { ip: '255.255.255.254', hostname: 'db-1' },
+        { ip: '10.244.1.6' }, // no hostname: no PTR
+      ]),
+    );
+    expect(s.state.ptrOwnersOf('192.168.10.1')).toEqual(['shop/web']);
+    expect(s.state.ptrOwnersOf('fd00::10')).toEqual(['shop/web']);
+    expect(s.state.ptrOwnersOf('10.244.1.5')).toEqual(['shop/db']);
+    expect(s.state.ptrOwnersOf('255.255.255.254')).toEqual(['shop/db']);
+    expect(s.state.ptrOwnersOf('10.244.1.6')).toEqual([]);
+    expect(s.state.hasReversePrefix('192.168.10')).toBe(true);
+    expect(s.state.hasReversePrefix('255.255')).toBe(true);
+
+    s.state.upsertGroup(group('db', [{ ip: '10.244.1.5', hostname: 'db-0' }]));
+    expect(s.state.ptrOwnersOf('255.255.255.254')).toEqual([]);
+    expect(s.state.hasReversePrefix('255')).toBe(false);
+    expect(s.state.hasReversePrefix('10.244.1')).toBe(true);
+    s.state.deleteService('shop', 'web');
+    expect(s.state.ptrOwnersOf('192.168.10.1')).toEqual([]);
+    expect(s.state.hasReversePrefix('192')).toBe(false);
+  });
+});

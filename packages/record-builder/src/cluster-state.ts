@@ -1,7 +1,8 @@
 import { type Fqdn, ipv6Nibbles, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
+import { type AddressKey, addressKey, isIpv6Key, keyAddress } from './address-key.js';
 import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { reuseUnchanged } from './endpoint-group.js';
-import { ptrAddresses, type RecordContext } from './service-records.js';
+import { ptrAddressKeys, type RecordContext } from './service-records.js';
 import { type JournalEntry, ZoneJournal } from './zone-journal.js';
 
 /** The DNS schema version this server implements (spec §2.1). */
@@ -25,9 +26,9 @@ export class ClusterState {
   private readonly groups = new Map<string, EndpointGroup>();
   private readonly groupsByService = new Map<string, Map<string, EndpointGroup>>();
   private readonly namespaces = new Map<string, number>();
-  /** Address → the Services with a PTR for it (one key, or several). */
-  private readonly ptrOwners = new Map<string, string | string[]>();
-  private readonly ptrByService = new Map<string, readonly string[]>();
+  /** Address (address-key.ts) → the Services with a PTR for it (one key, or several). */
+  private readonly ptrOwners = new Map<AddressKey, string | string[]>();
+  private readonly ptrByService = new Map<string, readonly AddressKey[]>();
   /** Reverse-name prefixes with addresses below them ("10", "10.244", … or nibbles): empty non-terminals. */
   private readonly reversePrefixes = new Map<string, number>();
   private readonly podIps = new Map<string, Map<string, readonly string[]>>();
@@ -116,7 +117,7 @@ export class ClusterState {
 
   /** The Services with a PTR record for this address (canonical text). */
   ptrOwnersOf(address: string): readonly string[] {
-    const owners = this.ptrOwners.get(address);
+    const owners = this.ptrOwners.get(addressKey(address));
     return owners === undefined ? [] : typeof owners === 'string' ? [owners] : owners;
   }
 
@@ -210,14 +211,14 @@ export class ClusterState {
   /** A Service or one of its groups changed: refresh its reverse entries, then tell. */
   private rebuilt(owner: string): void {
     const service = this.services.get(owner);
-    const next = service ? ptrAddresses(service, this.groupsOf(owner)) : [];
+    const next = service ? ptrAddressKeys(service, this.groupsOf(owner)) : [];
     const before = this.ptrByService.get(owner) ?? [];
     const moved = !sameList(before, next);
     // The reverse zones change when the addresses with a PTR do, or, for a headless Service, when
     // an endpoint's hostname may have (its PTR names it); a ClusterIP Service's PTR names only it.
     let zones: number = ZONE_BIT.cluster;
     if (moved || service?.kind === 'headless')
-      for (const ip of [...before, ...next]) zones |= ip.includes(':') ? ZONE_BIT.ip6 : ZONE_BIT.inAddr;
+      for (const ip of [...before, ...next]) zones |= isIpv6Key(ip) ? ZONE_BIT.ip6 : ZONE_BIT.inAddr;
     if (moved) {
       const keep = new Set(next);
       for (const ip of before) if (!keep.has(ip)) this.removePtr(ip, owner);
@@ -229,7 +230,7 @@ export class ClusterState {
     this.changed([owner], zones);
   }
 
-  private addPtr(ip: string, owner: string): void {
+  private addPtr(ip: AddressKey, owner: string): void {
     const owners = this.ptrOwners.get(ip);
     if (owners === undefined) {
       this.ptrOwners.set(ip, owner);
@@ -239,7 +240,7 @@ export class ClusterState {
     } else if (!owners.includes(owner)) owners.push(owner);
   }
 
-  private removePtr(ip: string, owner: string): void {
+  private removePtr(ip: AddressKey, owner: string): void {
     const owners = this.ptrOwners.get(ip);
     if (owners === owner) {
       this.ptrOwners.delete(ip);
@@ -250,8 +251,8 @@ export class ClusterState {
     }
   }
 
-  private countPrefixes(ip: string, delta: number): void {
-    for (const prefix of reversePrefixesOf(ip)) {
+  private countPrefixes(ip: AddressKey, delta: number): void {
+    for (const prefix of reversePrefixesOf(keyAddress(ip))) {
       const n = (this.reversePrefixes.get(prefix) ?? 0) + delta;
       if (n > 0) this.reversePrefixes.set(prefix, n);
       else this.reversePrefixes.delete(prefix);
@@ -302,7 +303,7 @@ export function reversePrefixesOf(ip: string): string[] {
   return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('.'));
 }
 
-function sameList(a: readonly string[], b: readonly string[]): boolean {
+function sameList(a: readonly AddressKey[], b: readonly AddressKey[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;

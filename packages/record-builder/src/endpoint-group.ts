@@ -19,37 +19,88 @@ export interface GroupMeta {
 /** Packs endpoints into an EndpointGroup's arrays. Endpoints without an address are left out. */
 export function packEndpointGroup(meta: GroupMeta, endpoints: readonly EndpointInput[]): EndpointGroup {
   const kept = endpoints.filter((e) => e.addresses.length > 0);
-  const flags = new Uint8Array(kept.length);
-  const starts = new Uint32Array(kept.length + 1);
-  const addresses: string[] = [];
-  let hostnames: (string | null)[] | undefined;
+  const count = kept.length;
+  let addressCount = 0;
+  for (const e of kept) addressCount += e.addresses.length;
+  const withHostnames = kept.some((e) => e.hostname);
+  // One buffer under every array: each ArrayBuffer costs an allocation, and a tracking object that
+  // V8 sweeps, in both threads for every update that crosses from the API worker.
+  const words = count + 1 + addressCount + 1 + (withHostnames ? count + 1 : 0);
+  const buffer = new ArrayBuffer(words * 4 + count);
+  const starts = new Uint32Array(buffer, 0, count + 1);
+  const addressAt = new Uint32Array(buffer, (count + 1) * 4, addressCount + 1);
+  const hostnameAt = withHostnames ? new Uint32Array(buffer, (count + addressCount + 2) * 4, count + 1) : undefined;
+  const flags = new Uint8Array(buffer, words * 4, count);
+  const addressText: string[] = [];
+  const hostnameText: string[] = [];
+  let a = 0;
+  let length = 0;
+  let hostnameLength = 0;
   kept.forEach((e, i) => {
     flags[i] = (e.ready ? ENDPOINT.READY : 0) | (e.terminating ? ENDPOINT.TERMINATING : 0);
-    starts[i] = addresses.length;
-    addresses.push(...e.addresses);
-    if (e.hostname) {
-      hostnames ??= Array<string | null>(kept.length).fill(null);
-      hostnames[i] = e.hostname;
+    starts[i] = a;
+    for (const ip of e.addresses) {
+      addressAt[a++] = length;
+      addressText.push(ip);
+      length += ip.length;
+    }
+    if (hostnameAt) {
+      hostnameAt[i] = hostnameLength;
+      hostnameText.push(e.hostname ?? '');
+      hostnameLength += e.hostname?.length ?? 0;
     }
   });
-  starts[kept.length] = addresses.length;
+  starts[count] = a;
+  addressAt[a] = length;
+  if (hostnameAt) hostnameAt[count] = hostnameLength;
   return {
     namespace: meta.namespace,
     name: meta.name,
     serviceName: meta.serviceName,
     ports: meta.ports,
-    count: kept.length,
+    count,
     flags,
     starts,
-    addresses,
-    hostnames,
+    addressText: addressText.join(''),
+    addressAt,
+    hostnameText: hostnameText.join(''),
+    hostnameAt,
     triggerTimeMs: meta.triggerTimeMs ?? 0,
   };
 }
 
+/** Address a of the group (numbered as `starts` numbers them). */
+export function addressAt(group: EndpointGroup, a: number): string {
+  return group.addressText.slice(group.addressAt[a], group.addressAt[a + 1]);
+}
+
 /** The addresses of endpoint i. */
-export function addressesOf(group: EndpointGroup, i: number): readonly string[] {
-  return group.addresses.slice(group.starts[i], group.starts[i + 1]);
+export function addressesOf(group: EndpointGroup, i: number): string[] {
+  const out: string[] = [];
+  for (let a = group.starts[i] as number; a < (group.starts[i + 1] as number); a++) out.push(addressAt(group, a));
+  return out;
+}
+
+/** Whether endpoint i has the address `ip` (canonical text), compared in place. */
+export function hasAddress(group: EndpointGroup, i: number, ip: string): boolean {
+  for (let a = group.starts[i] as number; a < (group.starts[i + 1] as number); a++) {
+    const from = group.addressAt[a] as number;
+    if ((group.addressAt[a + 1] as number) - from === ip.length && group.addressText.startsWith(ip, from)) return true;
+  }
+  return false;
+}
+
+/** Endpoint i's hostname, or undefined when it has none. */
+export function hostnameOf(group: EndpointGroup, i: number): string | undefined {
+  const at = group.hostnameAt;
+  if (!at || at[i] === at[i + 1]) return undefined;
+  return group.hostnameText.slice(at[i], at[i + 1]);
+}
+
+/** Whether endpoint i has a hostname (no string made). */
+export function hasHostname(group: EndpointGroup, i: number): boolean {
+  const at = group.hostnameAt;
+  return at !== undefined && at[i] !== at[i + 1];
 }
 
 /**
@@ -67,38 +118,33 @@ export function isPublished(service: ServiceInfo, group: EndpointGroup, i: numbe
  * (`10-244-1-11`, `fd00--1`) as CoreDNS does: stable for the endpoint's life and resolvable.
  */
 export function endpointLabel(group: EndpointGroup, i: number): string {
-  return group.hostnames?.[i] ?? (group.addresses[group.starts[i] as number] as string).replace(/[.:]/g, '-');
+  return hostnameOf(group, i) ?? addressAt(group, group.starts[i] as number).replace(/[.:]/g, '-');
+}
+
+/** Whether endpoint i's label is `label`: a hostname is compared in place, with no string made. */
+export function hasLabel(group: EndpointGroup, i: number, label: string): boolean {
+  const at = group.hostnameAt;
+  if (at && at[i] !== at[i + 1])
+    return (at[i + 1] as number) - (at[i] as number) === label.length && group.hostnameText.startsWith(label, at[i]);
+  return endpointLabel(group, i) === label;
 }
 
 /**
- * `next` holding the previous group's arrays and strings wherever they are equal. An update arrives
+ * `next` holding the previous group's strings and ports wherever they are equal. An update arrives
  * as a structured clone, all of it new in the main thread's heap; a readiness flip changes one
- * flag of a hundred endpoints, so without this every address of the slice would be kept again,
- * surviving young collections and being promoted, which is what made churn pause the main thread.
+ * flag of a hundred endpoints, so without this the slice's texts would be kept again, surviving
+ * young collections and being promoted, which is what made churn pause the main thread. Equal
+ * text is equal text whatever the offsets into it, so the offsets are always next's (its arrays
+ * share one buffer: keeping some of the previous ones would keep two).
  */
 export function reuseUnchanged(previous: EndpointGroup | undefined, next: EndpointGroup): EndpointGroup {
   if (!previous) return next;
   return {
     ...next,
     ports: samePorts(previous.ports, next.ports) ? previous.ports : next.ports,
-    starts: sameNumbers(previous.starts, next.starts) ? previous.starts : next.starts,
-    flags: sameNumbers(previous.flags, next.flags) ? previous.flags : next.flags,
-    addresses: reuseStrings(previous.addresses, next.addresses) as string[],
-    hostnames: next.hostnames && previous.hostnames ? reuseStrings(previous.hostnames, next.hostnames) : next.hostnames,
+    addressText: previous.addressText === next.addressText ? previous.addressText : next.addressText,
+    hostnameText: previous.hostnameText === next.hostnameText ? previous.hostnameText : next.hostnameText,
   };
-}
-
-function reuseStrings<T extends string | null>(previous: readonly T[], next: readonly T[]): readonly T[] {
-  let same = previous.length === next.length;
-  for (let i = 0; same && i < next.length; i++) same = previous[i] === next[i];
-  if (same) return previous;
-  return next.map((value, i) => (previous[i] === value ? (previous[i] as T) : value));
-}
-
-function sameNumbers(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 function samePorts(a: readonly ServicePort[], b: readonly ServicePort[]): boolean {

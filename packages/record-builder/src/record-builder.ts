@@ -7,7 +7,7 @@ import { createApiFeed } from './api-feed.js';
 import { dumpStore } from './cache-dump.js';
 import { ENDPOINT, serviceKey } from './cluster-model.js';
 import { ClusterState, ZONE_BIT } from './cluster-state.js';
-import { addressesOf } from './endpoint-group.js';
+import { addressAt } from './endpoint-group.js';
 import { fullGc } from './full-gc.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 import { createRecordBuilderMetrics } from './metrics.js';
@@ -125,7 +125,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     for (const group of state.groupsOf(dnsServiceKey))
       for (let i = 0; i < group.count; i++)
         if (((group.flags[i] as number) & (ENDPOINT.READY | ENDPOINT.TERMINATING)) === ENDPOINT.READY)
-          addresses.push(addressesOf(group, i)[0] as string);
+          addresses.push(addressAt(group, group.starts[i] as number));
     shard?.setReplicas(addresses);
   };
   const [inAddr, ip6] = options.reverseZones;

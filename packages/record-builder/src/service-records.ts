@@ -1,7 +1,17 @@
 import { isIP } from 'node:net';
 import { type Fqdn, QCLASS, QTYPE, type Rr, reverseNameOf, toFqdn } from '@cluster-dns/wire';
+import { type AddressKey, addressKey, addressKeyIn } from './address-key.js';
 import type { EndpointGroup, ServiceInfo, ServicePort } from './cluster-model.js';
-import { addressesOf, endpointLabel, isPublished } from './endpoint-group.js';
+import {
+  addressAt,
+  addressesOf,
+  endpointLabel,
+  hasAddress,
+  hasHostname,
+  hasLabel,
+  hostnameOf,
+  isPublished,
+} from './endpoint-group.js';
 
 /** Every record one Service contributes to the zone, by owner name. */
 export type RecordSet = Map<Fqdn, Rr[]>;
@@ -89,7 +99,7 @@ function forEachPublished(
 /** Calls `fn` for each address of endpoint i, without copying them out. */
 function forEachAddress(group: EndpointGroup, i: number, fn: (ip: string) => void): void {
   const end = group.starts[i + 1] as number;
-  for (let a = group.starts[i] as number; a < end; a++) fn(group.addresses[a] as string);
+  for (let a = group.starts[i] as number; a < end; a++) fn(addressAt(group, a));
 }
 
 /**
@@ -140,7 +150,7 @@ export function hostRecords(
   const out = new RecordList();
   const push = (ip: string) => out.push(addressRr(host, ip, ctx.ttlSeconds));
   forEachPublished(service, groups, (group, i) => {
-    if (endpointLabel(group, i) === label) forEachAddress(group, i, push);
+    if (hasLabel(group, i, label)) forEachAddress(group, i, push);
   });
   return out.rrs.length ? out.rrs : undefined;
 }
@@ -165,7 +175,7 @@ export function hostRecordsByLabel(
     // forEachAddress would need a closure per endpoint here (its host differs): the loop is inline.
     const end = group.starts[i + 1] as number;
     for (let a = group.starts[i] as number; a < end; a++)
-      list.push(addressRr(host, group.addresses[a] as string, ctx.ttlSeconds));
+      list.push(addressRr(host, addressAt(group, a), ctx.ttlSeconds));
   });
   return lists;
 }
@@ -220,7 +230,24 @@ export function ptrAddresses(service: ServiceInfo, groups: Iterable<EndpointGrou
   const out: string[] = [];
   const push = (ip: string) => out.push(ip);
   forEachPublished(service, groups, (group, i) => {
-    if (group.hostnames?.[i]) forEachAddress(group, i, push);
+    if (hasHostname(group, i)) forEachAddress(group, i, push);
+  });
+  return out;
+}
+
+/**
+ * ptrAddresses as the reverse index keys them (address-key.ts), read in place from the groups: the
+ * index is refreshed on every change of a Service's endpoints, and IPv4 keys need no string.
+ */
+export function ptrAddressKeys(service: ServiceInfo, groups: Iterable<EndpointGroup>): AddressKey[] {
+  if (service.kind === 'cluster-ip') return service.clusterIPs.map(addressKey);
+  if (service.kind !== 'headless') return [];
+  const out: AddressKey[] = [];
+  forEachPublished(service, groups, (group, i) => {
+    if (!hasHostname(group, i)) return;
+    const end = group.starts[i + 1] as number;
+    for (let a = group.starts[i] as number; a < end; a++)
+      out.push(addressKeyIn(group.addressText, group.addressAt[a] as number, group.addressAt[a + 1] as number));
   });
   return out;
 }
@@ -237,8 +264,8 @@ export function ptrTargets(
   if (service.kind !== 'headless') return [];
   const out = new Set<Fqdn>();
   forEachPublished(service, groups, (group, i) => {
-    const hostname = group.hostnames?.[i];
-    if (hostname && addressesOf(group, i).includes(ip)) out.add(toFqdn(`${hostname}.${base}`));
+    const hostname = hasAddress(group, i, ip) ? hostnameOf(group, i) : undefined;
+    if (hostname) out.add(toFqdn(`${hostname}.${base}`));
   });
   return [...out];
 }
@@ -300,7 +327,7 @@ export function buildServiceRecords(
         }
         srvs.push(srv(owner, p.port, host, ctx.ttlSeconds));
       }
-      const hostname = group.hostnames?.[i];
+      const hostname = hostnameOf(group, i);
       if (hostname) {
         const target = toFqdn(`${hostname}.${base}`);
         for (const ip of addresses) {
