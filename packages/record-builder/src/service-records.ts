@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { type Fqdn, QCLASS, QTYPE, type Rr, reverseNameOf, toFqdn } from '@cluster-dns/wire';
-import { type AddressKey, addressKey, addressKeyIn } from './address-key.js';
+import { type AddressKey, addressKey, addressKeyIn, keyAddress } from './address-key.js';
 import type { EndpointGroup, ServiceInfo, ServicePort } from './cluster-model.js';
 import {
   addressAt,
@@ -222,22 +222,17 @@ export function protocolHasPorts(service: ServiceInfo, groups: Iterable<Endpoint
 
 /**
  * The addresses a Service has PTR records for: its cluster IPs, or the addresses of its published
- * endpoints that have a hostname (spec §2.4.3). The reverse index is kept from these.
+ * endpoints that have a hostname (spec §2.4.3), as text (ptrAddressKeys decides which).
  */
 export function ptrAddresses(service: ServiceInfo, groups: Iterable<EndpointGroup>): string[] {
-  if (service.kind === 'cluster-ip') return [...service.clusterIPs];
-  if (service.kind !== 'headless') return [];
-  const out: string[] = [];
-  const push = (ip: string) => out.push(ip);
-  forEachPublished(service, groups, (group, i) => {
-    if (hasHostname(group, i)) forEachAddress(group, i, push);
-  });
-  return out;
+  return ptrAddressKeys(service, groups).map(keyAddress);
 }
 
 /**
- * ptrAddresses as the reverse index keys them (address-key.ts), read in place from the groups: the
- * index is refreshed on every change of a Service's endpoints, and IPv4 keys need no string.
+ * The addresses a Service has PTR records for, as the reverse index keys them (address-key.ts):
+ * its cluster IPs, or the addresses of its published endpoints that have a hostname (spec §2.4.3).
+ * Read in place from the groups: the index is refreshed on every change of a Service's endpoints,
+ * and an IPv4 key needs no string.
  */
 export function ptrAddressKeys(service: ServiceInfo, groups: Iterable<EndpointGroup>): AddressKey[] {
   if (service.kind === 'cluster-ip') return service.clusterIPs.map(addressKey);
