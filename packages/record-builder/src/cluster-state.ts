@@ -3,6 +3,7 @@ import { type AddressKey, addressKey, isIpv6Key, keyAddress } from './address-ke
 import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { reuseUnchanged } from './endpoint-group.js';
 import { ptrAddressKeys, type RecordContext } from './service-records.js';
+import { SharedWords } from './shared-words.js';
 import { type JournalEntry, ZoneJournal } from './zone-journal.js';
 
 /** The DNS schema version this server implements (spec §2.1). */
@@ -32,6 +33,7 @@ export class ClusterState {
   /** Reverse-name prefixes with addresses below them ("10", "10.244", … or nibbles): empty non-terminals. */
   private readonly reversePrefixes = new Map<string, number>();
   private readonly podIps = new Map<string, Map<string, readonly string[]>>();
+  private readonly words = new SharedWords();
   private serialNumber: number;
   private endpoints = 0;
   /** Set by `keepJournal`: every change then leaves what it replaced here, for IXFR. */
@@ -126,7 +128,8 @@ export class ClusterState {
     return this.reversePrefixes.has(prefix);
   }
 
-  upsertService(info: ServiceInfo): void {
+  upsertService(update: ServiceInfo): void {
+    const info = this.words.service(update);
     const key = serviceKey(info.namespace, info.name);
     this.remember(key);
     if (!this.services.has(key)) this.namespaces.set(info.namespace, (this.namespaces.get(info.namespace) ?? 0) + 1);
@@ -149,7 +152,7 @@ export class ClusterState {
     const key = serviceKey(update.namespace, update.name);
     const previous = this.groups.get(key);
     if (previous && previous.serviceName !== update.serviceName) this.deleteGroup(update.namespace, update.name);
-    const group = reuseUnchanged(this.groups.get(key), update);
+    const group = reuseUnchanged(this.groups.get(key), this.words.group(update));
     const owner = serviceKey(group.namespace, group.serviceName);
     this.remember(owner);
     this.endpoints += group.count - (this.groups.get(key)?.count ?? 0);
