@@ -111,10 +111,13 @@ function histogramQuantile(text, name, q) {
   return buckets.find(([, c]) => c >= total * q)?.[0] ?? null;
 }
 const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
-/** Each thread's V8 heap in a /metrics text: the answering thread's (prom-client's) and the API worker's. */
-const heapsMiB = (text) => ({
-  main: round(gauge(text, 'nodejs_heap_size_total_bytes') / 1048576),
-  worker: round(gauge(text, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576),
+/**
+ * Each thread's V8 heap in a /metrics text, as row fields named for the moment (`when`): the
+ * answering thread's (prom-client's) and the API worker's.
+ */
+const heapsMiB = (text, when) => ({
+  [`mainHeapMiB${when}`]: round(gauge(text, 'nodejs_heap_size_total_bytes') / 1048576),
+  [`workerHeapMiB${when}`]: round(gauge(text, 'clusterdns_recordbuilder_api_worker_heap_size_total_bytes') / 1048576),
 });
 
 /**
@@ -327,8 +330,7 @@ export async function runScale({ cores, seconds, row, quick }) {
       endpoints: rb.ready.endpoints,
       rssMiBAtReady: rssAtReady,
       ...steady,
-      mainHeapMiBSteady: heapsMiB(atSteady).main,
-      workerHeapMiBSteady: heapsMiB(atSteady).worker,
+      ...heapsMiB(atSteady, 'Steady'),
       rssMiBAfterGc: rssAfterGc,
       heapMiBAfterGc: round(gc.heapUsed / 1048576),
       workerHeapMiBAfterGc: round(gc.workerHeapUsed / 1048576),
@@ -379,8 +381,7 @@ export async function runScale({ cores, seconds, row, quick }) {
           (gauge(before, 'clusterdns_recordbuilder_events_coalesced_total') || 0),
         slowWatchersClosed: api.slowWatchersClosed(),
         // Which thread holds the peak: each V8 heap as the phase ends (the worker's as of its last report).
-        mainHeapMiBAtEnd: heapsMiB(after).main,
-        workerHeapMiBAtEnd: heapsMiB(after).worker,
+        ...heapsMiB(after, 'AtEnd'),
       });
       // Let a backlog drain before the next figure.
       for (let i = 0; i < 100 && gauge(await metric(metricsPort), 'clusterdns_recordbuilder_event_backlog') > 0; i++)

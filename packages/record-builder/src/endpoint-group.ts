@@ -1,3 +1,4 @@
+import { type AddressKey, addressKeyIn } from './address-key.js';
 import { ENDPOINT, type EndpointGroup, type ServiceInfo, type ServicePort } from './cluster-model.js';
 
 /** One endpoint as the API describes it, before packing. */
@@ -74,6 +75,16 @@ export function addressAt(group: EndpointGroup, a: number): string {
   return group.addressText.slice(group.addressAt[a], group.addressAt[a + 1]);
 }
 
+/** Address a of the group as the reverse index keys it (address-key.ts), read in place. */
+export function addressKeyAt(group: EndpointGroup, a: number): AddressKey {
+  return addressKeyIn(group.addressText, group.addressAt[a] as number, group.addressAt[a + 1] as number);
+}
+
+/** Whether `text.slice(from, to)` is `word`, without making that slice. */
+function spells(text: string, from: number, to: number, word: string): boolean {
+  return to - from === word.length && text.startsWith(word, from);
+}
+
 /** The addresses of endpoint i. */
 export function addressesOf(group: EndpointGroup, i: number): string[] {
   const out: string[] = [];
@@ -83,10 +94,8 @@ export function addressesOf(group: EndpointGroup, i: number): string[] {
 
 /** Whether endpoint i has the address `ip` (canonical text), compared in place. */
 export function hasAddress(group: EndpointGroup, i: number, ip: string): boolean {
-  for (let a = group.starts[i] as number; a < (group.starts[i + 1] as number); a++) {
-    const from = group.addressAt[a] as number;
-    if ((group.addressAt[a + 1] as number) - from === ip.length && group.addressText.startsWith(ip, from)) return true;
-  }
+  for (let a = group.starts[i] as number; a < (group.starts[i + 1] as number); a++)
+    if (spells(group.addressText, group.addressAt[a] as number, group.addressAt[a + 1] as number, ip)) return true;
   return false;
 }
 
@@ -124,8 +133,7 @@ export function endpointLabel(group: EndpointGroup, i: number): string {
 /** Whether endpoint i's label is `label`: a hostname is compared in place, with no string made. */
 export function hasLabel(group: EndpointGroup, i: number, label: string): boolean {
   const at = group.hostnameAt;
-  if (at && at[i] !== at[i + 1])
-    return (at[i + 1] as number) - (at[i] as number) === label.length && group.hostnameText.startsWith(label, at[i]);
+  if (at && at[i] !== at[i + 1]) return spells(group.hostnameText, at[i] as number, at[i + 1] as number, label);
   return endpointLabel(group, i) === label;
 }
 

@@ -1,10 +1,11 @@
 import { isIP } from 'node:net';
 import { type Fqdn, QCLASS, QTYPE, type Rr, reverseNameOf, toFqdn } from '@cluster-dns/wire';
-import { type AddressKey, addressKey, addressKeyIn, keyAddress } from './address-key.js';
+import { type AddressKey, addressKey, keyAddress } from './address-key.js';
 import type { EndpointGroup, ServiceInfo, ServicePort } from './cluster-model.js';
 import {
   addressAt,
   addressesOf,
+  addressKeyAt,
   endpointLabel,
   hasAddress,
   hasHostname,
@@ -241,8 +242,7 @@ export function ptrAddressKeys(service: ServiceInfo, groups: Iterable<EndpointGr
   forEachPublished(service, groups, (group, i) => {
     if (!hasHostname(group, i)) return;
     const end = group.starts[i + 1] as number;
-    for (let a = group.starts[i] as number; a < end; a++)
-      out.push(addressKeyIn(group.addressText, group.addressAt[a] as number, group.addressAt[a + 1] as number));
+    for (let a = group.starts[i] as number; a < end; a++) out.push(addressKeyAt(group, a));
   });
   return out;
 }
