@@ -85,6 +85,26 @@ describe('the ConfigMap reloader, without files', () => {
     expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).servers).toEqual([{ host: '10.1.1.1', port: 53 }]);
   });
 
+  it('runs on the defaults (--server rules, resolv.conf) when the first ConfigMap is invalid, and takes the next good one', async () => {
+    const r = reloaderUnderTest();
+    // The bracket left off, as in the ConfigMap that once left the forwarder with no upstream at all.
+    r.serve('bad', { upstreamNameservers: '["1.2.3.4"', ...stubs('10.1.1.1') });
+    expect(await r.reloader.reload()).toBe('invalid');
+    expect(r.reloader.failures).toBe(1);
+    expect(r.reloader.routes().upstream.servers).toEqual([{ host: '192.0.2.53', port: 53 }]);
+    expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).kind).toBe('upstream');
+    expect(r.reloader.routes().routeFor(toFqdn('web.svc.cluster.local')).servers).toEqual([
+      { host: '127.0.0.1', port: 10053 },
+    ]);
+    r.serve('good', stubs('10.1.1.1'));
+    expect(await r.reloader.reload()).toBe('applied');
+    expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).servers).toEqual([{ host: '10.1.1.1', port: 53 }]);
+    // Once a good one was seen, a bad one keeps it rather than going back to the defaults.
+    r.serve('bad again', { upstreamNameservers: '["1.2.3.4"' });
+    expect(await r.reloader.reload()).toBe('invalid');
+    expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).kind).toBe('stub');
+  });
+
   it('keeps the last good config when the folder cannot be read', async () => {
     const r = reloaderUnderTest();
     r.serve('good', stubs('10.1.1.1'));

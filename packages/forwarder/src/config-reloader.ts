@@ -18,6 +18,12 @@ export interface ConfigReloaderDeps {
    * mode: its Corefile). Throws on an invalid config, which then keeps the last good routes.
    */
   routesFrom?(raw: RawConfig): RouteSources;
+  /**
+   * The routes to run on when no valid config has been seen yet (node-local mode: its Corefile
+   * without the kube-dns ConfigMap). The kube-dns layout's are built in: the `--server` rules and
+   * resolv.conf, no stub domains.
+   */
+  defaultsFrom?(raw: RawConfig): RouteSources;
   /** Told of each new route table that replaced the previous one; may add fields to the log line. */
   onApplied?(next: RouteTable, previous: RouteTable): Record<string, unknown> | undefined;
 }
@@ -42,16 +48,59 @@ function kubeDnsSources(raw: RawConfig, rules: readonly ServerRule[]): RouteSour
   };
 }
 
+/** What the kube-dns layout runs on before any valid ConfigMap: the `--server` rules and resolv.conf. */
+const kubeDnsDefaults = (raw: RawConfig, rules: readonly ServerRule[]): RouteSources => ({
+  rules,
+  stubDomains: new Map(),
+  upstreamNameservers: [],
+  resolvConf: raw.resolvConf,
+});
+
 /**
  * The kube-dns ConfigMap, as dnsmasq-nanny applies it but without a restart: a valid new
  * (stubDomains, upstreamNameservers, resolv.conf) set replaces the route table at once; an
- * invalid one is logged once per content and counted, and the last good table stays. No I/O of
- * its own: `read` is injected.
+ * invalid one is logged once per content and counted, and the last good table stays. Until a
+ * valid config has been seen, "the last good one" is the defaults (`--server` rules and
+ * resolv.conf), never less: a ConfigMap that is bad when the forwarder starts must not leave it
+ * without upstreams. No I/O of its own: `read` is injected.
  */
 export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
   let routes = new RouteTable({ rules: deps.rules, stubDomains: new Map(), upstreamNameservers: [], resolvConf: [] });
   let version = '';
   let failures = 0;
+  let sawValid = false;
+  const isSelf = deps.isSelf ?? (() => false);
+  /** Checks what was read for loops and turns it into routes; throws ConfigError on an invalid config. */
+  const build = (sources: RouteSources): RouteTable => {
+    if (sources.upstreamNameservers.some(isSelf))
+      throw new ConfigError('upstreamNameservers', 'names this forwarder itself (a forwarding loop)');
+    for (const [domain, servers] of sources.stubDomains)
+      if (servers.some(isSelf))
+        throw new ConfigError('stubDomains', `${domain} names this forwarder itself (a forwarding loop)`);
+    // `--server` flags are checked at start; rules from a config file are checked here.
+    if (deps.routesFrom)
+      for (const rule of sources.rules)
+        if (rule.servers.some(isSelf))
+          throw new ConfigError(
+            'Corefile',
+            `${rule.domains.join(' ') || '.'} forwards to this forwarder itself (a forwarding loop)`,
+          );
+    const resolvConf = sources.resolvConf.filter((s) => !isSelf(s));
+    if (resolvConf.length < sources.resolvConf.length)
+      deps.log.warn('ignoring a resolv.conf nameserver that is this forwarder itself', {
+        skipped: sources.resolvConf.filter(isSelf),
+      });
+    return new RouteTable({ ...sources, resolvConf });
+  };
+  /** The defaults, built from what was read (its resolv.conf), or undefined if even they are invalid. */
+  const defaultsOf = (raw: RawConfig): RouteTable | undefined => {
+    try {
+      return build(deps.defaultsFrom ? deps.defaultsFrom(raw) : kubeDnsDefaults(raw, deps.rules));
+    } catch (error) {
+      deps.log.error('the defaults are invalid too', { err: error });
+      return undefined;
+    }
+  };
   return {
     routes: () => routes,
     get failures() {
@@ -70,32 +119,23 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
       version = raw.version;
       let next: RouteTable;
       try {
-        const isSelf = deps.isSelf ?? (() => false);
-        const sources = deps.routesFrom ? deps.routesFrom(raw) : kubeDnsSources(raw, deps.rules);
-        if (sources.upstreamNameservers.some(isSelf))
-          throw new ConfigError('upstreamNameservers', 'names this forwarder itself (a forwarding loop)');
-        for (const [domain, servers] of sources.stubDomains)
-          if (servers.some(isSelf))
-            throw new ConfigError('stubDomains', `${domain} names this forwarder itself (a forwarding loop)`);
-        // `--server` flags are checked at start; rules from a config file are checked here.
-        if (deps.routesFrom)
-          for (const rule of sources.rules)
-            if (rule.servers.some(isSelf))
-              throw new ConfigError(
-                'Corefile',
-                `${rule.domains.join(' ') || '.'} forwards to this forwarder itself (a forwarding loop)`,
-              );
-        const resolvConf = sources.resolvConf.filter((s) => !isSelf(s));
-        if (resolvConf.length < sources.resolvConf.length)
-          deps.log.warn('ignoring a resolv.conf nameserver that is this forwarder itself', {
-            skipped: sources.resolvConf.filter(isSelf),
-          });
-        next = new RouteTable({ ...sources, resolvConf });
+        next = build(deps.routesFrom ? deps.routesFrom(raw) : kubeDnsSources(raw, deps.rules));
       } catch (error) {
         failures++;
-        deps.log.error('invalid config; keeping the last good one', { err: error, version: raw.version });
+        const defaults = sawValid ? undefined : defaultsOf(raw);
+        if (!defaults) {
+          deps.log.error('invalid config; keeping the last good one', { err: error, version: raw.version });
+          return 'invalid';
+        }
+        routes = defaults;
+        deps.log.error('invalid config and no good one before it: running on the defaults until a valid one comes', {
+          err: error,
+          version: raw.version,
+          routes: defaults.describe(),
+        });
         return 'invalid';
       }
+      sawValid = true;
       const previous = routes;
       routes = next;
       const fields = deps.onApplied?.(next, previous);

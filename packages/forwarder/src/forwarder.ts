@@ -43,9 +43,14 @@ export interface ForwarderDeps {
   now?: () => number;
   /**
    * Routes from config files of another shape than kube-dns's (node-local mode's Corefile): the
-   * files are read with the ConfigMap on each poll, and `routesFrom` turns what was read into routes.
+   * files are read with the ConfigMap on each poll, and `routesFrom` turns what was read into routes;
+   * `defaultsFrom`, the routes to run on while no valid config has been seen.
    */
-  config?: { files: readonly string[]; routesFrom(raw: RawConfig): RouteSources };
+  config?: {
+    files: readonly string[];
+    routesFrom(raw: RawConfig): RouteSources;
+    defaultsFrom?(raw: RawConfig): RouteSources;
+  };
   /**
    * One worker of several (--workers, worker-pool.ts): the zone sync and CHAOS statistics are
    * shared with the others, and /metrics is served by the main thread, which sums every worker's.
@@ -112,6 +117,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     read: () => readConfigSources(options.configDir, options.resolvFile, deps.config?.files),
     rules: options.rules,
     ...(deps.config ? { routesFrom: deps.config.routesFrom } : {}),
+    ...(deps.config?.defaultsFrom ? { defaultsFrom: deps.config.defaultsFrom } : {}),
     log,
     isSelf,
     onApplied: (next) => {

@@ -93,13 +93,15 @@ export async function nodeCacheForwarder(
   const clusterDns = deps.env[serviceVar];
 
   let lastText = '';
-  const planOf = (raw: RawConfig) => {
+  // `withKubeDns` false: the Corefile alone, as when the kube-dns ConfigMap is invalid and no valid
+  // one was seen yet (node-cache then runs without its stub domains too).
+  const planOf = (raw: RawConfig, withKubeDns = true) => {
     const base = raw.files?.get(basePath) ?? '';
     const text = renderCorefile(base, {
       localIps,
       port: 53,
       clusterDns,
-      kubeDns: parseKubeDnsConfig(raw.data),
+      kubeDns: withKubeDns ? parseKubeDnsConfig(raw.data) : parseKubeDnsConfig(new Map()),
       resolvFile,
     });
     if (text.includes(PLACEHOLDER.clusterDns))
@@ -118,7 +120,17 @@ export async function nodeCacheForwarder(
   };
 
   const initial = await readConfigSources(kubeDnsDir, resolvFile, [basePath]);
-  const { plan, text } = planOf(initial);
+  let kubeDnsValid = true;
+  try {
+    parseKubeDnsConfig(initial.data);
+  } catch (error) {
+    kubeDnsValid = false;
+    log.error('invalid kube-dns ConfigMap at start: running on the Corefile alone until a valid one comes', {
+      err: error,
+      path: kubeDnsDir,
+    });
+  }
+  const { plan, text } = planOf(initial, kubeDnsValid);
   await writeRendered(text);
 
   const options: ForwarderOptions = {
@@ -171,6 +183,7 @@ export async function nodeCacheForwarder(
       void writeRendered(next.text);
       return sourcesOf(next.plan, raw, resolvFile);
     },
+    defaultsFrom: (raw: RawConfig) => sourcesOf(planOf(raw, false).plan, raw, resolvFile),
   };
   return { plan, options, config };
 }

@@ -90,6 +90,32 @@ describe('ConfigMap reload', () => {
     expect(good.queries).toHaveLength(1);
   });
 
+  it('starts on the defaults when the ConfigMap is invalid at start, says so, and takes the next good version', async () => {
+    const stub = await upstream({ records: { 'db.acme.local.': [{ type: QTYPE.A, address: '10.1.1.1' }] } });
+    const dir = await mkdtemp(join(tmpdir(), 'fw-resolv-'));
+    const resolvFile = join(dir, 'resolv.conf');
+    await writeFile(resolvFile, 'nameserver 127.0.0.9\n');
+    const cm = await kubeletConfigDir();
+    await cm.write({ upstreamNameservers: '["1.2.3.4"' });
+    const f = await startForwarder([
+      `--config-dir=${cm.root}`,
+      `--resolv-file=${resolvFile}`,
+      '--config-poll-interval=100ms',
+    ]);
+    const started = f.logs.find((l) => l.msg === 'ready') as { routes: Record<string, string[]> };
+    // resolv.conf has no ports and tests cannot bind port 53: the routes are read from the logs.
+    expect(started.routes['.']).toEqual(['127.0.0.9#53']);
+    const fallback = f.logs.find((l) => String(l.msg).startsWith('invalid config and no good one before it'));
+    expect(fallback).toMatchObject({ level: 'error', routes: { '.': ['127.0.0.9#53'] } });
+    expect(String((fallback as { err: Error }).err.message)).toContain('upstreamNameservers');
+    const metrics = await (await fetch(`http://127.0.0.1:${f.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^coredns_reload_failed_total 1$/m);
+
+    await cm.write({ stubDomains: JSON.stringify({ 'acme.local': [`127.0.0.1:${stub.port}`] }) });
+    await waitFor(() => f.logs.some((l) => l.msg === 'config applied'), { what: 'the good version' });
+    expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.1.1.1']);
+  });
+
   it('refuses to start with a --server that is the forwarder itself, (the ConfigMap and resolv.conf cases are unit-tested)', async () => {
     const port = await freePort();
     await expect(startForwarder([`--port=${port}`, `--server=127.0.0.1#${port}`])).rejects.toThrow(
