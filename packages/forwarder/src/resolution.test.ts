@@ -67,4 +67,29 @@ describe('resolution: one question through its route, without sockets', () => {
     expect(decodeMessage(wire).answers.map((a) => a.name)).toEqual(['asked.example.org.']);
     expect(scanned.records).toHaveLength(1);
   });
+
+  it('cuts an ANY answer down to one RRset, the addresses, with nothing in the other sections (RFC 8482)', async () => {
+    const name = 'many.example.org.';
+    const up = fakeUpstreams(() => ({
+      answers: [
+        { name, type: QTYPE.TXT, class: 1, ttl: 60, text: ['v=spf1 -all'] },
+        A(name, '192.0.2.1'),
+        { name, type: QTYPE.AAAA, class: 1, ttl: 60, address: '2001:db8::1' },
+        A(name, '192.0.2.2'),
+      ],
+      authorities: [{ name: 'example.org.', type: QTYPE.NS, class: 1, ttl: 60, target: 'ns.example.org.' }],
+      additionals: [A('ns.example.org.', '192.0.2.53')],
+    }));
+    const routes = routesOf('192.0.2.53');
+    const q = question(name, QTYPE.ANY);
+    const { wire, scanned } = await resolveQuestion(routes, routes.routeFor(q.name), q, up.options());
+    const m = decodeMessage(wire);
+    expect(m.flags).toMatchObject({ rcode: RCODE.NOERROR, ra: true, aa: false });
+    expect(m.answers.map((a) => [a.type, 'address' in a ? a.address : ''])).toEqual([
+      [QTYPE.A, '192.0.2.1'],
+      [QTYPE.A, '192.0.2.2'],
+    ]);
+    expect([m.authorities, m.additionals]).toEqual([[], []]);
+    expect(scanned.records).toHaveLength(2);
+  });
 });

@@ -6,6 +6,7 @@ import {
   FLAG,
   type Fqdn,
   HEADER_BYTES,
+  minimalAnyReply,
   QTYPE,
   RCODE,
   RCODE_MASK,
@@ -63,6 +64,14 @@ export async function resolveQuestion(
   if (scrubbed !== wire) {
     wire = scrubbed;
     scanned = scanResponse(wire);
+  }
+  // RFC 8482: one RRset for ANY, whatever the upstream gave, so we never amplify more than it.
+  if (q.qtype === QTYPE.ANY) {
+    const minimal = minimalAnyReply(wire, scanned);
+    if (minimal !== wire) {
+      wire = minimal;
+      scanned = scanResponse(wire);
+    }
   }
   const mayChase =
     route.kind !== 'upstream' &&

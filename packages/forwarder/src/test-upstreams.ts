@@ -7,7 +7,16 @@ import type { ForwardOptions } from './upstream.js';
 import { UpstreamStats } from './upstream-stats.js';
 
 /** What a fake upstream does with one query: records to answer with, an rcode, or silence. */
-export type FakeAnswer = { rcode?: number; answers?: Rr[]; authoritative?: boolean; lowercase?: boolean } | 'silent';
+export type FakeAnswer =
+  | {
+      rcode?: number;
+      answers?: Rr[];
+      authorities?: Rr[];
+      additionals?: Rr[];
+      authoritative?: boolean;
+      lowercase?: boolean;
+    }
+  | 'silent';
 
 /**
  * Upstreams without sockets, for the forward stage's and resolution's unit tests: `answer` says
@@ -38,8 +47,8 @@ export function fakeUpstreams(answer: (server: string, name: string, qtype: numb
       },
       questions: [{ name, type: q.qtype, class: q.qclass }],
       answers: what.answers ?? [],
-      authorities: [],
-      additionals: [{ name: '.', type: QTYPE.OPT, class: 1232, ttl: 0 }],
+      authorities: what.authorities ?? [],
+      additionals: [...(what.additionals ?? []), { name: '.', type: QTYPE.OPT, class: 1232, ttl: 0 }],
     });
   };
   const stats = new UpstreamStats();

@@ -1,4 +1,4 @@
-import { type Fqdn, isInZone, labelsOf, parentOf, QTYPE, RCODE, type Rr } from '@cluster-dns/wire';
+import { anyAnswerType, type Fqdn, isInZone, labelsOf, parentOf, QTYPE, RCODE, type Rr } from '@cluster-dns/wire';
 import { serviceKey } from './cluster-model.js';
 import { hostRecordsByLabel, type RecordList, withSrvWeights } from './service-records.js';
 import { recordsAt, soaRecord } from './zone-records.js';
@@ -45,7 +45,10 @@ export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: numbe
     // The resolver (our forwarder, or the client) follows the alias out of the zone.
     answers = [cname];
   } else {
-    answers = qtype === QTYPE.ANY ? rrs : rrs.filter((r) => r.type === qtype);
+    // ANY gets one RRset (RFC 8482 §4.1), over TCP too: every RRset at a headless name with its SRV
+    // glue is the largest answer we make for the fewest octets asked.
+    const type = qtype === QTYPE.ANY ? anyAnswerType(rrs.map((r) => r.type)) : qtype;
+    answers = rrs.filter((r) => r.type === type);
   }
   if (answers.length === 0) return negative(RCODE.NOERROR);
   answers = withSrvWeights(answers);

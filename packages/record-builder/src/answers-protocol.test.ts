@@ -102,17 +102,22 @@ describe('protocol', () => {
     ).toBeUndefined();
   });
 
-  it('answers ANY with every record at the name', () => {
+  it.each(['udp', 'tcp'] as const)('answers ANY with one RRset, the addresses, over %s (RFC 8482)', (transport) => {
     const t = createTestZone();
     t.state.upsertService(
-      svc('shop', 'web', { clusterIPs: ['10.96.0.20'], ports: [{ name: 'http', port: 80, protocol: 'tcp' }] }),
+      svc('shop', 'web', {
+        clusterIPs: ['10.96.0.20', 'fd00::20'],
+        ports: [{ name: 'http', port: 80, protocol: 'tcp' }],
+      }),
     );
-    expect(
-      t
-        .ask(`web.shop.${Z}`, QTYPE.ANY)
-        .answers.map((r) => r.type)
-        .sort(),
-    ).toEqual([QTYPE.A, QTYPE.SRV]);
+    const reply = t.ask(`web.shop.${Z}`, QTYPE.ANY, { transport });
+    expect(reply.flags.rcode).toBe(RCODE.NOERROR);
+    expect(reply.answers.map((r) => [r.type, 'address' in r ? r.address : ''])).toEqual([[QTYPE.A, '10.96.0.20']]);
+    expect(reply.additionals.filter((r) => r.type !== QTYPE.OPT)).toEqual([]);
+    const apex = t.ask('cluster.local.', QTYPE.ANY, { transport });
+    expect(apex.answers.map((r) => r.type)).toEqual([QTYPE.SOA]);
+    const missing = t.ask(`nope.shop.${Z}`, QTYPE.ANY, { transport });
+    expect([missing.flags.rcode, missing.answers.length]).toEqual([RCODE.NXDOMAIN, 0]);
   });
 
   it('transfers the zone over TCP to allowed clients only', () => {

@@ -1,4 +1,4 @@
-/** Record types this project names (RFC 1035, 3596, 2782, 6891, 1995, 5936, 2845, 2930). */
+/** Record types this project names (RFC 1035, 3596, 2782, 6891, 4034, 1995, 5936, 2845, 2930). */
 export const QTYPE = {
   A: 1,
   NS: 2,
@@ -11,6 +11,7 @@ export const QTYPE = {
   AAAA: 28,
   SRV: 33,
   OPT: 41,
+  RRSIG: 46,
   TKEY: 249,
   TSIG: 250,
   IXFR: 251,

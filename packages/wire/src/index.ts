@@ -89,6 +89,7 @@ export {
   type Question,
 } from './message.js';
 export { flagsWord, MessageWriter } from './message-writer.js';
+export { ANY_PREFERENCE, anyAnswerType, minimalAnyReply } from './minimal-any.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
 export { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
 export { encodeOptRecord } from './opt-record.js';
