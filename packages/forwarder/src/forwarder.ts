@@ -215,14 +215,19 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     upstreamTcp: () => ({ open: upstreamTcp.connections(), opened: upstreamTcp.opened }),
     tcp: () => {
       const refused = { limit: 0, perClient: 0 };
+      const stalls = { timeout: 0, budget: 0 };
       let open = 0;
+      let unsentBytes = 0;
       for (const listener of listeners) {
         open += listener.tcpConnections();
+        unsentBytes += listener.tcpUnsentBytes();
         const { limit, perClient } = listener.tcpRefused();
         refused.limit += limit;
         refused.perClient += perClient;
+        stalls.timeout += listener.tcpStalls().timeout;
+        stalls.budget += listener.tcpStalls().budget;
       }
-      return { open, refused };
+      return { open, refused, stalls, unsentBytes };
     },
   });
   const handler = createQueryPipeline({
@@ -286,6 +291,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
           maxTcpConnections: options.maxTcpConnections,
           maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+          ...options.tcpBackpressure,
           reusePort: options.reusePort,
           onHandlerError: (error) => log.debug('send failed', { err: error }),
         });

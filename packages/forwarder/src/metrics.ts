@@ -1,5 +1,5 @@
 import { collectProcessMetrics, counterFrom, gaugeFrom, labelledFrom, registerHistogram } from '@cluster-dns/runtime';
-import type { TcpRefusals } from '@cluster-dns/wire';
+import type { TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
@@ -31,8 +31,11 @@ export interface ForwarderMetricSources {
   reloadFailures(): number;
   /** The per-query server series, counted by the pipeline's observe hook and the express lane. */
   queries: ServerQueryCounts;
-  /** Client TCP connections open now, and those closed at once at a cap, over every listener. */
-  tcp(): { open: number; refused: TcpRefusals };
+  /**
+   * Client TCP connections open now, those closed at once at a cap, those closed because their
+   * client stopped reading, and the reply octets waiting for clients to read them, over every listener.
+   */
+  tcp(): { open: number; refused: TcpRefusals; stalls: TcpStalls; unsentBytes: number };
   /** Kept TCP connections to upstreams (`force_tcp` routes): open now, and opened in all. */
   upstreamTcp(): { open: number; opened: number };
 }
@@ -222,6 +225,26 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
         [{ reason: 'per_client' }, refused.perClient],
       ];
     },
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_tcp_stalled_closed_total',
+    'Client TCP connections closed because the client stopped reading its replies: timeout (--tcp-write-timeout) or budget (--max-tcp-unsent-total-bytes).',
+    ['reason'],
+    () => {
+      const { stalls } = sources.tcp();
+      return [
+        [{ reason: 'timeout' }, stalls.timeout],
+        [{ reason: 'budget' }, stalls.budget],
+      ];
+    },
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_tcp_unsent_bytes',
+    'Reply octets waiting in client TCP connections for their clients to read them (at most --max-tcp-unsent-total-bytes, give or take a sweep).',
+    [],
+    () => [[{}, sources.tcp().unsentBytes]],
   );
   gaugeFrom(
     registry,

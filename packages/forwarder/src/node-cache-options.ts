@@ -1,5 +1,12 @@
 import { isIP } from 'node:net';
-import { FlagError, type FlagValues, flag, parseGoDurationMs, parseHostPort } from '@cluster-dns/runtime';
+import {
+  FlagError,
+  type FlagValues,
+  flag,
+  parseGoDurationMs,
+  parseHostPort,
+  tcpBackpressureFlags,
+} from '@cluster-dns/runtime';
 import type { Firewall } from './node-plumbing.js';
 
 /** `-syncinterval 60` (node-cache's seconds) or a Go duration (`30s`). */
@@ -108,6 +115,7 @@ export const nodeCacheFlags = {
     'after SIGTERM, keep answering this long before closing (the Corefile’s health lameduck wins)',
     0,
   ),
+  ...tcpBackpressureFlags(),
   v: flag.int('log verbosity; 4 or more logs debug lines', 0, { min: 0 }),
 };
 

@@ -9,6 +9,7 @@ import {
   labelledFrom,
   listenHttp,
   parseKubeDnsConfig,
+  toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
@@ -156,6 +157,7 @@ export async function nodeCacheForwarder(
     maxTcpConnections: 5000,
     maxTcpConnectionsPerClient: 100,
     tcpIdleTimeoutMs: 30_000,
+    tcpBackpressure: toTcpBackpressure(values),
     ednsPacketMax: 1232,
     metricsPort: plan.metrics?.port ?? 0,
     metricsAddress: plan.metrics?.host ?? '127.0.0.1',

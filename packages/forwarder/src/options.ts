@@ -1,5 +1,14 @@
 import { isIP } from 'node:net';
-import { ednsPacketMaxFlag, FlagError, type FlagValues, flag, type HostPort } from '@cluster-dns/runtime';
+import {
+  ednsPacketMaxFlag,
+  FlagError,
+  type FlagValues,
+  flag,
+  type HostPort,
+  type TcpBackpressure,
+  tcpBackpressureFlags,
+  toTcpBackpressure,
+} from '@cluster-dns/runtime';
 import { type Cidr, parseCidr } from '@cluster-dns/wire';
 import { parseServerFlag, type ServerRule } from './server-flag.js';
 
@@ -72,6 +81,7 @@ export const forwarderFlags = {
   // Longer than the 10 s after which CoreDNS's forward (node-cache's) drops an idle pooled
   // connection: the client closes first, so a query never races our close on a reused connection.
   'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 30_000),
+  ...tcpBackpressureFlags(),
   'edns-packet-max': ednsPacketMaxFlag(),
   workers: flag.int(
     'worker threads, each with its own cache, binding the DNS port with SO_REUSEPORT so the kernel spreads clients over them; above 1 needs Node.js 22.12+',
@@ -152,6 +162,8 @@ export interface ForwarderOptions {
   readonly maxTcpConnections: number;
   readonly maxTcpConnectionsPerClient: number;
   readonly tcpIdleTimeoutMs: number;
+  /** How much of its replies a TCP client that does not read may leave waiting here. */
+  readonly tcpBackpressure: TcpBackpressure;
   readonly ednsPacketMax: number;
   readonly metricsPort: number;
   readonly metricsAddress: string;
@@ -203,6 +215,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     maxTcpConnections: values['max-tcp-connections'],
     maxTcpConnectionsPerClient: values['max-tcp-connections-per-client'],
     tcpIdleTimeoutMs: values['tcp-idle-timeout'],
+    tcpBackpressure: toTcpBackpressure(values),
     ednsPacketMax: values['edns-packet-max'],
     metricsPort: values['metrics-port'],
     metricsAddress: values['metrics-address'],

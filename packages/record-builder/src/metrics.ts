@@ -1,13 +1,24 @@
 import type { Buffer } from 'node:buffer';
 import {
   collectProcessMetrics,
+  gaugeFrom,
   HistogramStore,
   LabelledCounts,
   labelledFrom,
   registerHistogram,
   typeIndexOf,
 } from '@cluster-dns/runtime';
-import { FLAG, QTYPE, type QueryOutcome, RCODE, RCODE_MASK, rcodeLabel, typeLabel, u16 } from '@cluster-dns/wire';
+import {
+  type DnsListener,
+  FLAG,
+  QTYPE,
+  type QueryOutcome,
+  RCODE,
+  RCODE_MASK,
+  rcodeLabel,
+  typeLabel,
+  u16,
+} from '@cluster-dns/wire';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ZoneSystem } from './answer-cache.js';
 import type { ResourceName } from './watched-resources.js';
@@ -28,6 +39,25 @@ const ERROR_CAUSES: Record<number, string> = {
 /** Every metric of the record-builder, on the registry it is given (never the global one). */
 export function createRecordBuilderMetrics(registry: Registry) {
   collectProcessMetrics(registry);
+  // The DNS listener's TCP backpressure, read at scrape time once it is listening.
+  let listener: Pick<DnsListener, 'tcpStalls' | 'tcpUnsentBytes'> | undefined;
+  labelledFrom(
+    registry,
+    'clusterdns_recordbuilder_tcp_stalled_closed_total',
+    'DNS TCP connections closed because the client stopped reading its replies: timeout (--tcp-write-timeout) or budget (--max-tcp-unsent-total-bytes).',
+    ['reason'],
+    () => [
+      [{ reason: 'timeout' }, listener?.tcpStalls().timeout ?? 0],
+      [{ reason: 'budget' }, listener?.tcpStalls().budget ?? 0],
+    ],
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_recordbuilder_tcp_unsent_bytes',
+    'Reply octets waiting in DNS TCP connections for their clients to read them.',
+    [],
+    () => [[{}, listener?.tcpUnsentBytes() ?? 0]],
+  );
   // The per-query series: plain counts in arrays, turned into series when scraped (runtime's
   // query-stats.ts). prom-client would hash each label set per call, the bulk of a query's garbage.
   const requestCount = new LabelledCounts();
@@ -339,6 +369,10 @@ export function createRecordBuilderMetrics(registry: Registry) {
     journal(stats: { bytes: number; changes: number }): void {
       journalBytes.set(stats.bytes);
       journalChanges.set(stats.changes);
+    },
+    /** The DNS listener whose TCP backpressure /metrics shows. */
+    tcpFrom(dns: Pick<DnsListener, 'tcpStalls' | 'tcpUnsentBytes'>): void {
+      listener = dns;
     },
     nodeCaches(counts: { known: number; owned: number; replicas: number }): void {
       nodeCaches.labels({ which: 'known' }).set(counts.known);

@@ -5,6 +5,9 @@ import {
   type FlagValues,
   flag,
   parseHostPort as runtimeHostPort,
+  type TcpBackpressure,
+  tcpBackpressureFlags,
+  toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { type Fqdn, isDns1123Label, toFqdn } from '@cluster-dns/wire';
 import type { PodsMode } from './pod-records.js';
@@ -30,6 +33,7 @@ export const recordBuilderFlags = {
     { min: 1, max: 1_000_000 },
   ),
   'tcp-idle-timeout': flag.duration('close a DNS TCP connection idle this long (RFC 7766)', 10_000),
+  ...tcpBackpressureFlags(),
   'healthz-bind-address': flag.string('address of the /readiness, /healthz, /cache HTTP server', '0.0.0.0', {
     check: address('listen on'),
   }),
@@ -160,6 +164,8 @@ export interface RecordBuilderOptions {
   readonly maxTcpConnections: number;
   readonly maxTcpConnectionsPerClient: number;
   readonly tcpIdleTimeoutMs: number;
+  /** How much of its replies a TCP client that does not read may leave waiting here. */
+  readonly tcpBackpressure: TcpBackpressure;
   readonly healthzHost: string;
   readonly healthzPort: number;
   readonly metricsPort: number;
@@ -200,6 +206,7 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     maxTcpConnections: values['max-tcp-connections'],
     maxTcpConnectionsPerClient: values['max-tcp-connections-per-client'],
     tcpIdleTimeoutMs: values['tcp-idle-timeout'],
+    tcpBackpressure: toTcpBackpressure(values),
     healthzHost: values['healthz-bind-address'],
     healthzPort: values['healthz-port'],
     metricsPort: values['metrics-port'],

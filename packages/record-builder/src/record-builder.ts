@@ -255,8 +255,10 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         maxTcpConnections: options.maxTcpConnections,
         maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
         tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
+        ...options.tcpBackpressure,
         onHandlerError: (error) => log.debug('send failed', { err: error }),
       });
+      metrics.tcpFrom(dns);
       closers.push('dns', () => dns.close({ deadlineMs: 2000 }));
       const healthz = await listenHttp(
         options.healthzHost,

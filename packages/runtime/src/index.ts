@@ -1,4 +1,4 @@
-export { ednsPacketMaxFlag } from './dns-flags.js';
+export { ednsPacketMaxFlag, type TcpBackpressure, tcpBackpressureFlags, toTcpBackpressure } from './dns-flags.js';
 export { formatGoDuration, parseGoDurationMs } from './duration.js';
 export { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';
 export { type FlagDef, type FlagValues, flag, formatFlagHelp, type ParsedFlags, parseFlags } from './flags.js';

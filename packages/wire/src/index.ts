@@ -66,6 +66,9 @@ export {
   parseCidr,
 } from './ip-address.js';
 export {
+  DEFAULT_TCP_UNSENT_BYTES,
+  DEFAULT_TCP_UNSENT_TOTAL_BYTES,
+  DEFAULT_TCP_WRITE_TIMEOUT_MS,
   DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
   type DnsListener,
   type ExpressLane,
@@ -76,6 +79,7 @@ export {
   type Reply,
   reusePortSupported,
   type TcpRefusals,
+  type TcpStalls,
   udpPortInUse,
 } from './listener.js';
 export {

@@ -1,6 +1,7 @@
 import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
 import { DnsBindError } from './errors.js';
 import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
@@ -29,6 +30,15 @@ export interface ListenDnsOptions {
   maxTcpConnectionsPerClient?: number;
   /** Pause reading a TCP connection while this many of its queries are unanswered. */
   maxTcpPipelined?: number;
+  /** Pause reading a TCP connection while this many octets of its replies wait for the client to read them. */
+  maxTcpUnsentBytes?: number;
+  /**
+   * Octets of replies waiting in every TCP connection together, at most: past it, a connection
+   * with any unsent reads no more, and those whose clients read nothing are closed, largest first.
+   */
+  maxTcpUnsentTotalBytes?: number;
+  /** Close a TCP connection whose unsent replies the client has not read for this long. */
+  tcpWriteTimeoutMs?: number;
   /**
    * SO_RCVBUF asked for the UDP socket (the kernel caps it at net.core.rmem_max). Queries that
    * arrive while the event loop is busy wait here; the Linux default (208 KiB, ~200 queries) holds
@@ -72,6 +82,14 @@ export interface TcpRefusals {
   perClient: number;
 }
 
+/** TCP connections we closed because their client stopped reading its replies. */
+export interface TcpStalls {
+  /** Nothing read for --tcp-write-timeout. */
+  timeout: number;
+  /** Closed early to keep every connection's unsent replies within the total budget. */
+  budget: number;
+}
+
 export interface DnsListener {
   readonly host: string;
   readonly port: number;
@@ -82,6 +100,10 @@ export interface DnsListener {
    * client's (`perClient`). Not those refused while draining, which is the point of draining.
    */
   tcpRefused(): Readonly<TcpRefusals>;
+  /** Connections closed because their client stopped reading (the write timeout, or the total budget). */
+  tcpStalls(): Readonly<TcpStalls>;
+  /** Reply octets waiting in every TCP connection for their clients to read them, as last measured. */
+  tcpUnsentBytes(): number;
   /** Replies still being worked on, UDP and TCP. */
   inFlight(): number;
   /** The UDP receive buffer the kernel granted, in bytes (Linux reports twice what it holds of data). */
@@ -96,6 +118,13 @@ export interface DnsListener {
 }
 
 const BIND_ATTEMPTS = 20;
+/** A connection's own cap on unsent replies: a few large answers, far above what a reading client holds. */
+export const DEFAULT_TCP_UNSENT_BYTES = 64 * 1024;
+/** Every connection's unsent replies together: well inside the smallest container limit we ship (64Mi). */
+export const DEFAULT_TCP_UNSENT_TOTAL_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_TCP_WRITE_TIMEOUT_MS = 10_000;
+/** How often unsent replies are measured: the total budget and the write timeout act at this grain. */
+const UNSENT_SWEEP_MS = 250;
 const DEFAULT_DRAIN_MS = 5000;
 /** Holds ~4,000 queries: a second of a busy node's traffic at the default rmem_max of a tuned host. */
 export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
@@ -255,6 +284,56 @@ function serve(
   const perClient = new Map<string, Set<TcpConnection>>();
   const tcpRefusals: TcpRefusals = { limit: 0, perClient: 0 };
   const maxPipelined = options.maxTcpPipelined ?? 100;
+  const maxUnsentBytes = options.maxTcpUnsentBytes ?? DEFAULT_TCP_UNSENT_BYTES;
+  const maxUnsentTotal = options.maxTcpUnsentTotalBytes ?? DEFAULT_TCP_UNSENT_TOTAL_BYTES;
+  const writeTimeoutMs = options.tcpWriteTimeoutMs ?? DEFAULT_TCP_WRITE_TIMEOUT_MS;
+  const stalls: TcpStalls = { timeout: 0, budget: 0 };
+  let overBudget = false;
+  let unsentTotal = 0;
+  let unsentSweep: NodeJS.Timeout | undefined;
+  /** Connections holding unsent replies: the flush count last seen, and since when it has not moved. */
+  const watched = new Map<TcpConnection, { flushes: number; sinceMs: number }>();
+  // Every connection's unsent replies, measured: one whose client has read nothing for the write
+  // timeout is closed; past the total budget, those that read nothing since the last sweep are
+  // closed largest first, and the rest stop taking queries until it is back under.
+  const sweepUnsent = () => {
+    const nowMs = performance.now();
+    let total = 0;
+    const idle: Array<[TcpConnection, number]> = [];
+    for (const c of connections) {
+      const unsent = c.closed() ? 0 : c.unsentBytes();
+      if (unsent === 0) {
+        watched.delete(c);
+        continue;
+      }
+      total += unsent;
+      const seen = watched.get(c);
+      if (!seen || seen.flushes !== c.flushes()) {
+        watched.set(c, { flushes: c.flushes(), sinceMs: nowMs });
+        continue;
+      }
+      if (nowMs - seen.sinceMs >= writeTimeoutMs) {
+        stalls.timeout++;
+        total -= unsent;
+        watched.delete(c);
+        c.destroy();
+      } else idle.push([c, unsent]);
+    }
+    if (total > maxUnsentTotal) {
+      idle.sort((a, b) => b[1] - a[1]);
+      for (const [c, unsent] of idle) {
+        if (total <= maxUnsentTotal) break;
+        stalls.budget++;
+        total -= unsent;
+        watched.delete(c);
+        c.destroy();
+      }
+    }
+    unsentTotal = total;
+    const wasOver = overBudget;
+    overBudget = total > maxUnsentTotal;
+    if (wasOver && !overBudget) for (const c of connections) c.readIfAble();
+  };
   // A connection we closed (idle, drained) is counted until Node's 'close' event, a turn after its
   // FIN went out: a client that reconnects at once must not find its slot still taken. Counted
   // again only at a cap, so the common case costs nothing.
@@ -284,14 +363,22 @@ function serve(
       handler,
       idleMs,
       maxPipelined,
+      maxUnsentBytes,
+      overBudget: () => overBudget,
       reportError,
       onSettle: checkSettled,
     });
     connections.add(connection);
+    unsentSweep ??= setInterval(sweepUnsent, UNSENT_SWEEP_MS).unref();
     fromClient.add(connection);
     perClient.set(client, fromClient);
     socket.on('close', () => {
       connections.delete(connection);
+      watched.delete(connection);
+      if (connections.size === 0) {
+        clearInterval(unsentSweep);
+        unsentSweep = undefined;
+      }
       fromClient.delete(connection);
       if (fromClient.size === 0 && perClient.get(client) === fromClient) perClient.delete(client);
       checkSettled();
@@ -313,6 +400,7 @@ function serve(
     });
     return Promise.race([allSettled, deadline]).then(() => {
       clearTimeout(timer);
+      clearInterval(unsentSweep);
       for (const c of connections) c.destroy();
       udpClosed = true;
       return new Promise<void>((resolve) => {
@@ -331,6 +419,8 @@ function serve(
     port,
     tcpConnections: () => connections.size,
     tcpRefused: () => tcpRefusals,
+    tcpStalls: () => stalls,
+    tcpUnsentBytes: () => unsentTotal,
     inFlight: () => udpPending + [...connections].reduce((n, c) => n + c.pending(), 0),
     udpReceiveBufferBytes: () => {
       try {

@@ -6,10 +6,16 @@ import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 export interface TcpConnection {
   /** Queries read and not yet answered. */
   pending(): number;
+  /** Reply octets written and not yet taken by the kernel. */
+  unsentBytes(): number;
+  /** How many writes the kernel has taken so far: unchanged while unsent octets wait, the client reads nothing. */
+  flushes(): number;
   /** True once draining is over: every answer and our FIN handed to the kernel, or the socket gone. */
   settled(): boolean;
   /** Read no more; end the connection once the pending answers are written. */
   drain(): void;
+  /** Reads again if nothing holds it back now (the listener's budget freed up). */
+  readIfAble(): void;
   destroy(): void;
   /** True once our side is closed (destroyed): its fd is gone, though Node's 'close' event comes a turn later. */
   closed(): boolean;
@@ -19,6 +25,13 @@ export interface TcpConnectionOptions {
   handler: RawHandler;
   idleMs: number;
   maxPipelined: number;
+  /**
+   * Stop reading queries while this many reply octets wait for the client to read them. A client
+   * that pipelines and never reads would otherwise have every reply buffered here, without bound.
+   */
+  maxUnsentBytes: number;
+  /** True while the listener's connections together hold too many unsent octets: then a connection with any reads none. */
+  overBudget(): boolean;
   reportError: (error: unknown, context: QueryContext) => void;
   /** Called when the connection may have settled (its last answer or its FIN went out). */
   onSettle: () => void;
@@ -26,12 +39,16 @@ export interface TcpConnectionOptions {
 
 /**
  * One client connection, RFC 7766: two-octet length prefix, several queries per connection,
- * answers in the order they are ready. Reading pauses while `maxPipelined` answers are owed. A
- * half-close by the client still gets its answers, then our FIN. A connection idle for `idleMs`,
- * or holding a partial message that long (a slow trickle), is closed.
+ * answers in the order they are ready. Queries are taken from what was read only while fewer than
+ * `maxPipelined` answers are owed and fewer than `maxUnsentBytes` of answers wait for the client
+ * (and the listener is within its budget); otherwise the socket is paused, so the kernel's
+ * buffers, not ours, hold what the client sends. A half-close by the client still gets its
+ * answers, every query it sent first, then our FIN. A connection idle for `idleMs`, or holding a
+ * partial message that long (a slow trickle), is closed; one whose client stops reading is closed
+ * by the listener (`flushes`).
  */
 export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOptions): TcpConnection {
-  const { handler, maxPipelined, reportError } = options;
+  const { handler, maxPipelined, maxUnsentBytes, reportError } = options;
   const context: QueryContext = {
     transport: 'tcp',
     remoteAddress: socket.remoteAddress ?? '',
@@ -40,21 +57,34 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
   };
   let buffered = Buffer.alloc(0);
   let pending = 0;
-  let reading = true;
+  /** Set at shutdown: no new query is taken. */
+  let draining = false;
+  /** The client half-closed: what it sent before is still answered. */
+  let clientEnded = false;
+  let flushes = 0;
   let partialTimer: NodeJS.Timeout | undefined;
+  const flushed = () => {
+    flushes++;
+  };
 
+  const hasWholeMessage = () => buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0);
+  const mayTakeQueries = () =>
+    !draining &&
+    pending < maxPipelined &&
+    socket.writableLength < maxUnsentBytes &&
+    !(socket.writableLength > 0 && options.overBudget());
   const endIfDone = () => {
-    if (pending === 0 && !reading && !socket.destroyed) socket.end();
+    if (pending === 0 && (draining || (clientEnded && !hasWholeMessage())) && !socket.destroyed) socket.end();
   };
   const writeFrame = (message: Buffer): boolean => {
     const frame = Buffer.allocUnsafe(message.length + 2);
     frame.writeUInt16BE(message.length, 0);
     message.copy(frame, 2);
-    return socket.write(frame);
+    return socket.write(frame, flushed);
   };
   const answered = () => {
     pending--;
-    if (reading && pending < maxPipelined && socket.isPaused()) socket.resume();
+    takeQueries();
     endIfDone();
     if (pending === 0) options.onSettle();
   };
@@ -100,29 +130,10 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
     reportError(error, context);
     write(undefined);
   };
-  const stopReading = () => {
-    reading = false;
-    clearTimeout(partialTimer);
-    socket.pause();
-    endIfDone();
-  };
-
-  socket.on('error', () => {
-    // A reset by the client ends that connection only; 'close' follows and cleans up.
-  });
-  socket.on('close', () => clearTimeout(partialTimer));
-  socket.on('finish', options.onSettle);
-  socket.on('end', stopReading);
-  socket.setTimeout(options.idleMs, () => {
-    // Not idle while answers are owed (a slow upstream); the partial-message timer bounds trickles.
-    if (pending === 0) socket.destroy();
-  });
-  socket.on('data', (chunk) => {
-    if (!reading) return;
-    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-    while (reading && buffered.length >= 2) {
+  /** Hands every whole message read to the handler while nothing holds it back; pauses the socket if something does. */
+  function takeQueries(): void {
+    while (mayTakeQueries() && hasWholeMessage()) {
       const length = buffered.readUInt16BE(0);
-      if (buffered.length < 2 + length) break;
       const message = buffered.subarray(2, 2 + length);
       buffered = buffered.subarray(2 + length);
       pending++;
@@ -134,19 +145,52 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
         failed(error);
       }
     }
+    if (socket.destroyed) return;
+    if (mayTakeQueries() && !hasWholeMessage()) {
+      if (socket.isPaused() && !clientEnded) socket.resume();
+    } else if (!socket.isPaused()) socket.pause();
+  }
+
+  socket.on('error', () => {
+    // A reset by the client ends that connection only; 'close' follows and cleans up.
+  });
+  socket.on('close', () => clearTimeout(partialTimer));
+  socket.on('finish', options.onSettle);
+  socket.on('drain', takeQueries);
+  socket.on('end', () => {
+    clientEnded = true;
+    clearTimeout(partialTimer);
+    endIfDone();
+  });
+  socket.setTimeout(options.idleMs, () => {
+    // Not idle while answers are owed (a slow upstream); the partial-message timer bounds trickles.
+    if (pending === 0 && socket.writableLength === 0) socket.destroy();
+  });
+  socket.on('data', (chunk) => {
+    if (draining) return;
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+    takeQueries();
     clearTimeout(partialTimer);
     partialTimer = undefined;
-    if (buffered.length > 0) {
+    // A partial message with nothing holding it back is a trickle: bounded by the idle time.
+    if (buffered.length > 0 && !hasWholeMessage()) {
       partialTimer = setTimeout(() => socket.destroy(), options.idleMs);
       partialTimer.unref();
     }
-    if (pending >= maxPipelined) socket.pause();
   });
 
   return {
     pending: () => pending,
-    settled: () => socket.destroyed || (!reading && pending === 0 && socket.writableFinished),
-    drain: stopReading,
+    unsentBytes: () => socket.writableLength,
+    flushes: () => flushes,
+    settled: () => socket.destroyed || ((draining || clientEnded) && pending === 0 && socket.writableFinished),
+    drain: () => {
+      draining = true;
+      clearTimeout(partialTimer);
+      socket.pause();
+      endIfDone();
+    },
+    readIfAble: takeQueries,
     destroy: () => socket.destroy(),
     closed: () => socket.destroyed,
   };
