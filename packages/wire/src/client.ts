@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { whenAborted } from './abort.js';
 import { FLAG, HEADER_BYTES, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError } from './errors.js';
 import { buildQueryMessage, type DecodedMessage, decodeMessage, encodeMessage } from './message.js';
@@ -18,6 +19,8 @@ export interface ExchangeOptions {
   timeoutMs?: number;
   /** Told about each reply dropped as a possible spoof; the wait goes on. */
   onRejected?: (reason: RejectReason) => void;
+  /** Gives up at once when it aborts (rejecting with its reason), freeing the socket. */
+  signal?: AbortSignal;
 }
 
 let idPool = randomBytes(0);
@@ -46,15 +49,19 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4');
     let done = false;
+    let detach = () => {};
     const finish = (error: Error | undefined, reply?: Buffer) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      detach();
       socket.close();
       if (error) reject(error);
       else resolve(reply as Buffer);
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
+    detach = whenAborted(options.signal, finish);
+    if (done) return;
     socket.on('error', (error) => finish(error));
     socket.on('message', (reply, rinfo) => {
       const reason = checkReply(reply, query, queryEnd);
@@ -78,7 +85,7 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
 function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
   const queryEnd = questionEndOf(query);
   let first: Buffer | undefined;
-  return tcpMessages(server, query, timeoutMs, (reply) => {
+  return tcpMessages(server, query, timeoutMs, options.signal, (reply) => {
     const reason = checkReply(reply, query, queryEnd);
     if (reason) {
       options.onRejected?.(reason);
@@ -102,7 +109,7 @@ export function transferTcp(
 ): Promise<void> {
   const id = query.readUInt16BE(0);
   const queryEnd = questionEndOf(query);
-  return tcpMessages(server, query, options.timeoutMs ?? 5000, (reply) => {
+  return tcpMessages(server, query, options.timeoutMs ?? 5000, undefined, (reply) => {
     if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0 || reply.readUInt16BE(0) !== id)
       return false;
     if (
@@ -120,6 +127,7 @@ function tcpMessages(
   server: DnsServer,
   query: Buffer,
   timeoutMs: number,
+  signal: AbortSignal | undefined,
   onReply: (reply: Buffer) => boolean,
 ): Promise<void> {
   const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs);
@@ -127,15 +135,18 @@ function tcpMessages(
     const socket = net.connect({ host: server.host, port: server.port, noDelay: true });
     let buffered = Buffer.alloc(0);
     let settled = false;
+    let detach = () => {};
     const finish = (error: Error | undefined) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      detach();
       socket.destroy();
       if (error) reject(error);
       else resolve();
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
+    detach = whenAborted(signal, finish);
     socket.on('error', (error) => finish(error));
     socket.on('close', () => finish(new ConnectionClosedError(`${server.host}:${server.port}`)));
     socket.on('connect', () => {

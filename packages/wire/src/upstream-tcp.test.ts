@@ -123,6 +123,20 @@ describe('createUpstreamTcp', () => {
     expect(seen.queries).toBe(3);
   });
 
+  it('gives up a query at once when its signal aborts, freeing its slot on the kept connection', async () => {
+    const { at, seen } = await tcpServer({ delayMs: () => 60_000 });
+    const p = pool({ maxInFlightPerConnection: 1, maxConnectionsPerServer: 1 });
+    const asker = new AbortController();
+    const held = p.exchange(at, query('held.example.org'), { timeoutMs: 60_000, signal: asker.signal });
+    const reason = new Error('pushed out');
+    asker.abort(reason);
+    await expect(held).rejects.toBe(reason);
+    // The one slot is free again: the next query goes out on the same connection.
+    const next = p.exchange(at, query('next.example.org'), { timeoutMs: 200 });
+    await expect(next).rejects.toThrow(/200/);
+    expect([seen.connections, seen.queries]).toEqual([1, 2]);
+  });
+
   it('rejects when a connection that never answered is closed', async () => {
     const { at } = await tcpServer({ closeOnQuery: 1 });
     await expect(pool().exchange(at, query('x.example.org'), { timeoutMs: 2000 })).rejects.toThrow(/closed/);

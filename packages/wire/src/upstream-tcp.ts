@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer';
 import net from 'node:net';
+import { whenAborted } from './abort.js';
 import { randomQueryId } from './client.js';
 import { FLAG, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError, PoolClosedError } from './errors.js';
@@ -19,7 +20,7 @@ export interface UpstreamTcp {
   exchange(
     server: { host: string; port: number },
     query: Buffer,
-    options: { timeoutMs?: number; onRejected?: (reason: RejectReason) => void },
+    options: { timeoutMs?: number; onRejected?: (reason: RejectReason) => void; signal?: AbortSignal },
   ): Promise<Buffer>;
   /**
    * A query answered in several messages (a zone transfer) on a kept connection: `onMessage` gets
@@ -218,17 +219,25 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
     timeoutMs: number,
     onRejected: ((reason: RejectReason) => void) | undefined,
     more: ((reply: Buffer) => boolean) | undefined,
+    signal?: AbortSignal,
   ): Promise<Buffer> => {
     if (closed) return Promise.reject(new PoolClosedError());
     const key = `${server.host}#${server.port}`;
     // Our own copy: its ID may be changed to one free on the connection.
     const own = Buffer.from(query);
     return new Promise<Buffer>((resolve, reject) => {
+      let detach = () => {};
       const p: Pending = {
         query: own,
         queryEnd: questionEndOf(own),
-        resolve,
-        reject,
+        resolve: (reply) => {
+          detach();
+          resolve(reply);
+        },
+        reject: (error) => {
+          detach();
+          reject(error);
+        },
         onRejected,
         timer: undefined,
         conn: undefined,
@@ -236,12 +245,21 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
         more,
         received: false,
       };
-      // One deadline for the query, a retry on a new connection included; a late reply is dropped.
-      p.timer = setTimeout(() => {
+      // Given up (the deadline, or the asker's signal): its slot on the connection is freed, and a
+      // late reply is dropped.
+      const giveUp = (error: Error) => {
         const id = own.readUInt16BE(0);
         if (p.conn?.pending.get(id) === p) settle(p.conn, id, p);
-        reject(new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs));
-      }, timeoutMs);
+        else clearTimeout(p.timer);
+        p.reject(error);
+      };
+      // One deadline for the query, a retry on a new connection included.
+      p.timer = setTimeout(
+        () => giveUp(new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs)),
+        timeoutMs,
+      );
+      detach = whenAborted(signal, giveUp);
+      if (signal?.aborted) return;
       send(server, key, p);
     });
   };
@@ -256,7 +274,14 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
       return n;
     },
     exchange(server, query, exchangeOptions) {
-      return ask(server, query, exchangeOptions.timeoutMs ?? 2000, exchangeOptions.onRejected, undefined);
+      return ask(
+        server,
+        query,
+        exchangeOptions.timeoutMs ?? 2000,
+        exchangeOptions.onRejected,
+        undefined,
+        exchangeOptions.signal,
+      );
     },
     async stream(server, query, streamOptions) {
       await ask(server, query, streamOptions.timeoutMs ?? 5000, undefined, streamOptions.onMessage);

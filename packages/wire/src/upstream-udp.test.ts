@@ -39,7 +39,32 @@ async function server(forge?: 'id' | 'source') {
 
 const query = (name: string, id = 1) => encodeMessage(buildQueryMessage(id, name, QTYPE.A));
 
+/** A server that reads and never answers: a black hole. */
+async function silent() {
+  const socket = dgram.createSocket('udp4');
+  sockets.push(socket);
+  let seen = 0;
+  socket.on('message', () => seen++);
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  return { server: { host: '127.0.0.1', port: socket.address().port }, seen: () => seen };
+}
+
 describe('createUpstreamUdp', () => {
+  it('gives up a query at once when its signal aborts, closing its socket, with the signal’s reason', async () => {
+    const { server: s } = await silent();
+    const udp = createUpstreamUdp();
+    const asker = new AbortController();
+    const asked = udp.exchange(s, query('held.example.org'), { timeoutMs: 60_000, signal: asker.signal });
+    expect(udp.open()).toBe(1);
+    const reason = new Error('pushed out');
+    asker.abort(reason);
+    await expect(asked).rejects.toBe(reason);
+    expect(udp.open()).toBe(0);
+    // Aborted before it was sent: no socket at all.
+    await expect(udp.exchange(s, query('late.example.org'), { signal: asker.signal })).rejects.toBe(reason);
+    expect(udp.open()).toBe(0);
+  });
+
   it('sends each query from a port of its own, closed once answered', async () => {
     const { server: s, ports } = await server();
     const udp = createUpstreamUdp();

@@ -1,6 +1,7 @@
 import type { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { abortReason, whenAborted } from './abort.js';
 import type { DnsServer, ExchangeOptions } from './client.js';
 import { DnsTimeoutError, PoolClosedError } from './errors.js';
 import { literalLookup } from './listener.js';
@@ -10,7 +11,8 @@ export interface UpstreamUdp {
   /**
    * Sends one query from a socket of its own and resolves with the first reply from `server` with
    * its ID and question; anything else is reported (`onRejected`) and dropped. Rejects with
-   * DnsTimeoutError after `timeoutMs`, with the socket's error, or PoolClosedError after close().
+   * DnsTimeoutError after `timeoutMs`, with the socket's error, with the signal's reason when it
+   * aborts, or PoolClosedError after close().
    */
   exchange(server: DnsServer, query: Buffer, options?: ExchangeOptions): Promise<Buffer>;
   /** Sockets open now: one per query in flight. */
@@ -41,6 +43,7 @@ export function createUpstreamUdp(): UpstreamUdp {
   return {
     exchange(server, query, options = {}) {
       if (closed) return Promise.reject(new PoolClosedError());
+      if (options.signal?.aborted) return Promise.reject(abortReason(options.signal));
       const timeoutMs = options.timeoutMs ?? 2000;
       const family = net.isIPv6(server.host) ? 6 : 4;
       const queryEnd = questionEndOf(query);
@@ -49,6 +52,7 @@ export function createUpstreamUdp(): UpstreamUdp {
         const done = () => {
           inFlight.delete(entry);
           clearTimeout(entry.timer);
+          detach();
           socket.close();
         };
         const entry: InFlight = {
@@ -65,6 +69,7 @@ export function createUpstreamUdp(): UpstreamUdp {
           },
         };
         inFlight.add(entry);
+        const detach = whenAborted(options.signal, entry.fail);
         socket.on('error', (error) => entry.fail(error));
         socket.on('message', (reply, rinfo) => {
           if (rinfo.port !== server.port || rinfo.address !== server.host) return options.onRejected?.('source');
