@@ -2,6 +2,7 @@ import { createSilentLogger } from '@cluster-dns/runtime';
 import { HEADER_BYTES, QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { ForwardStage } from './forward-stage.js';
+import { RouteBudget } from './route-budget.js';
 import { askThrough, requestFor } from './test-chain.js';
 import { fakeUpstreams, routesOf } from './test-upstreams.js';
 import type { ForwardOptions } from './upstream.js';
@@ -10,15 +11,43 @@ const A = (name: string, address: string) => ({ name, type: QTYPE.A, class: 1, t
 
 function forwardUnderTest(forward: ForwardOptions, flags: string[], forwardMax = 150) {
   const routes = routesOf(...flags);
+  const clock = { ms: 0 };
+  const budget = new RouteBudget(forwardMax, 200, () => clock.ms);
   const stage = new ForwardStage({
     routes: () => routes,
-    forwardMax,
+    budget,
     forward,
     log: createSilentLogger(),
     logQueries: false,
   });
-  return { stage, ask: askThrough((request) => stage.serve(request)) };
+  return { stage, budget, clock, ask: askThrough((request) => stage.serve(request)) };
 }
+
+/**
+ * Upstreams where `held(server)` servers never answer until the test releases them, honouring the
+ * asker's signal as the real exchanges do; the others answer at once.
+ */
+function holdingUpstreams(held: (server: string) => boolean) {
+  const up = fakeUpstreams((_server, name) => ({ answers: [A(name, '192.0.2.9')] }));
+  const options = up.options();
+  const answer = options.exchangeUdp;
+  const waiting: Array<{ server: string; release: () => void }> = [];
+  options.exchangeUdp = (server, query, exchange) => {
+    const id = `${server.host}#${server.port}`;
+    if (!held(id)) return answer(server, query, exchange);
+    return new Promise((resolve, reject) => {
+      const entry = { server: id, release: () => resolve(answer(server, query, exchange)) };
+      waiting.push(entry);
+      exchange.signal?.addEventListener('abort', () => {
+        waiting.splice(waiting.indexOf(entry), 1);
+        reject(exchange.signal?.reason);
+      });
+    });
+  };
+  return { options, waiting };
+}
+
+const rcodeOf = (reply: unknown) => (reply as Buffer).readUInt16BE(2) & 0xf;
 
 describe('the forward stage, without sockets', () => {
   it('answers from the route’s server and leaves the normalised answer for the cache', async () => {
@@ -53,6 +82,46 @@ describe('the forward stage, without sockets', () => {
     const reply = (await stage.serve(request)) as Buffer;
     expect(reply.readUInt16BE(2) & 0xf).toBe(RCODE.SERVFAIL);
     expect(request.resolved).toBeUndefined();
+  });
+
+  it('gives each route a share of its own: a black-holed upstream fills only its own, the cluster zone is still asked', async () => {
+    const up = holdingUpstreams((server) => server === '192.0.2.53#53');
+    const { stage, budget, ask } = forwardUnderTest(
+      up.options,
+      ['/cluster.local/127.0.0.1#10053', '/in-addr.arpa/127.0.0.1#10053', '192.0.2.53'],
+      2,
+    );
+    void stage.serve(requestFor('a.example.org'));
+    void stage.serve(requestFor('b.example.org'));
+    expect(rcodeOf(stage.serve(requestFor('c.example.org')))).toBe(RCODE.REFUSED);
+    // The outside route is full; the cluster zone's and the reverse zone's shares are untouched.
+    expect((await ask('web.shop.svc.cluster.local')).answers).toHaveLength(1);
+    expect((await ask('web.shop.svc.cluster.local')).flags.rcode).toBe(RCODE.NOERROR);
+    expect(budget.inFlightByRoute()).toEqual([['.', 2]]);
+    expect(Object.fromEntries(budget.counts.refused)).toEqual({ '.': 1 });
+    for (const w of up.waiting.splice(0)) w.release();
+    await stage.settled();
+    expect(budget.inFlight()).toBe(0);
+  });
+
+  it('lets a newcomer push out the question that has waited past the jostle bound: SERVFAIL for it, its exchange ended', async () => {
+    const up = holdingUpstreams(() => true);
+    const { stage, budget, clock } = forwardUnderTest(up.options, ['192.0.2.53'], 2);
+    const first = stage.serve(requestFor('first.example.org'));
+    clock.ms = 150;
+    const second = stage.serve(requestFor('second.example.org'));
+    // The oldest has waited 150 ms, under the 200 ms bound: the newcomer is refused.
+    expect(rcodeOf(stage.serve(requestFor('early.example.org')))).toBe(RCODE.REFUSED);
+    clock.ms = 250;
+    const third = stage.serve(requestFor('third.example.org'));
+    expect(rcodeOf(await first)).toBe(RCODE.SERVFAIL);
+    expect(up.waiting.map((w) => w.server)).toEqual(['192.0.2.53#53', '192.0.2.53#53']);
+    expect(Object.fromEntries(budget.counts.jostled)).toEqual({ '.': 1 });
+    expect(budget.inFlight()).toBe(2);
+    for (const w of up.waiting.splice(0)) w.release();
+    expect([rcodeOf(await second), rcodeOf(await third)]).toEqual([RCODE.NOERROR, RCODE.NOERROR]);
+    await stage.settled();
+    expect(budget.inFlight()).toBe(0);
   });
 
   it('refuses at once past --dns-forward-max questions in flight, counted', async () => {

@@ -8,6 +8,7 @@ import {
   type Stage,
 } from '@cluster-dns/wire';
 import { type Resolved, resolveQuestion } from './resolution.js';
+import type { RouteBudget } from './route-budget.js';
 import type { RouteTable } from './route-table.js';
 import type { ForwardOptions } from './upstream.js';
 
@@ -23,8 +24,8 @@ export interface ForwarderRequest extends DnsRequest {
 export interface ForwardStageDeps {
   /** The routes in force now (a config reload swaps them). */
   routes(): RouteTable;
-  /** Upstream questions in flight at most; past it, REFUSED at once (CoreDNS's max_concurrent). */
-  forwardMax: number;
+  /** Each route's share of upstream questions in flight; a question that finds its share full is REFUSED. */
+  budget: RouteBudget;
   forward: ForwardOptions;
   log: Logger;
   logQueries: boolean;
@@ -33,12 +34,12 @@ export interface ForwardStageDeps {
 /**
  * The end of the forwarder's chain: asks the route's servers (stub domain, `--server` domain, or
  * the upstreams). A local route (`--server=/domain/` without a server) is NXDOMAIN. No upstream
- * answering is SERVFAIL. Past `forwardMax` questions in flight, REFUSED, counted.
+ * answering is SERVFAIL. A question takes a place in its route's share (route-budget.ts) for as
+ * long as it is out: one that finds the share full is REFUSED, counted; one pushed out of it by a
+ * newer question ends at once with SERVFAIL.
  */
 export class ForwardStage implements Stage<ForwarderRequest> {
   readonly name = 'forward';
-  /** Queries refused because `forwardMax` questions were in flight. */
-  maxConcurrentRejects = 0;
   private readonly pending = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: ForwardStageDeps) {}
@@ -46,6 +47,11 @@ export class ForwardStage implements Stage<ForwarderRequest> {
   /** Questions in flight upstream now. */
   inFlight(): number {
     return this.pending.size;
+  }
+
+  /** Queries refused because their route's share was full (CoreDNS's max_concurrent_rejects). */
+  get maxConcurrentRejects(): number {
+    return this.deps.budget.refusedTotal();
   }
 
   /** Resolves when every question now in flight has settled (the drain at shutdown). */
@@ -62,10 +68,8 @@ export class ForwardStage implements Stage<ForwarderRequest> {
     if (this.deps.logQueries)
       this.deps.log.info('query', { qname: q.qname, qtype: q.qtype, from: context.remoteAddress, route: route.domain });
     if (route.kind === 'local') return bare(RCODE.NXDOMAIN);
-    if (this.pending.size >= this.deps.forwardMax) {
-      this.maxConcurrentRejects++;
-      return bare(RCODE.REFUSED);
-    }
+    const slot = this.deps.budget.take(route);
+    if (slot === undefined) return bare(RCODE.REFUSED);
     const question = {
       name: q.key,
       qtype: q.qtype,
@@ -73,7 +77,8 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       dnssecOk: q.edns?.dnssecOk ?? false,
       checkingDisabled: q.cd,
     };
-    const asked = resolveQuestion(routes, route, question, this.deps.forward).then(
+    const forward = { ...this.deps.forward, signal: slot.signal };
+    const asked = resolveQuestion(routes, route, question, forward).then(
       (resolved) => {
         request.resolved = resolved;
         return finishFromTemplate(resolved.wire, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
@@ -84,7 +89,10 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       },
     );
     this.pending.add(asked);
-    void asked.finally(() => this.pending.delete(asked));
+    void asked.finally(() => {
+      slot.release();
+      this.pending.delete(asked);
+    });
     return asked;
   }
 }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { CloseStack, FlagError, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
@@ -28,6 +29,7 @@ import { createForwarderMetrics } from './metrics.js';
 import { NotifyStage } from './notify-stage.js';
 import type { ForwarderOptions } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
+import { RouteBudget } from './route-budget.js';
 import { type RouteSources, serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
 import { TransferRelayStage } from './transfer-relay-stage.js';
@@ -139,9 +141,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     });
   const zoneSync = deps.peers ? deps.peers.zoneSync(transfers, cache) : transfers();
 
+  const budget = new RouteBudget(options.forwardMax, options.jostleMs, () => performance.now());
   const forward = new ForwardStage({
     routes: config.routes,
-    forwardMax: options.forwardMax,
+    budget,
     forward: {
       exchangeUdp: upstreamUdp.exchange,
       exchangeTcp: upstreamTcp.exchange,
@@ -206,6 +209,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     cache,
     cacheStage,
     forward,
+    budget,
     upstreams,
     notify,
     relay,

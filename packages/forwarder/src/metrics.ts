@@ -6,6 +6,7 @@ import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
 import type { NotifyStage } from './notify-stage.js';
 import type { ServerQueryCounts } from './query-counts.js';
+import type { RouteBudget } from './route-budget.js';
 import type { TransferRelayStage } from './transfer-relay-stage.js';
 import type { UpstreamStats } from './upstream-stats.js';
 import type { ZoneSync } from './zone-sync.js';
@@ -21,6 +22,7 @@ export interface ForwarderMetricSources {
   cache: ReplyCache;
   cacheStage: CacheStage;
   forward: ForwardStage;
+  budget: RouteBudget;
   upstreams: UpstreamStats;
   notify: NotifyStage;
   relay: TransferRelayStage;
@@ -176,15 +178,37 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   counterFrom(
     registry,
     'coredns_forward_max_concurrent_rejects_total',
-    'Queries refused because --dns-forward-max questions were in flight upstream.',
+    'Queries refused because their route had --dns-forward-max questions in flight upstream.',
     () => forward.maxConcurrentRejects,
   );
   gaugeFrom(
     registry,
     'clusterdns_forwarder_upstream_in_flight',
-    'Distinct questions in flight upstream now (at most --dns-forward-max).',
+    'Distinct questions in flight upstream now, over every route.',
     [],
     () => [[{}, forward.inFlight()]],
+  );
+  const { budget } = sources;
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_route_in_flight',
+    'Questions in flight upstream now, by route (its domain; . for the default upstreams): at most --dns-forward-max each.',
+    ['route'],
+    () => budget.inFlightByRoute().map(([route, n]) => [{ route }, n]),
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_route_refused_total',
+    'Queries refused because their route’s share of questions in flight was full, by route.',
+    ['route'],
+    () => [...budget.counts.refused].map(([route, n]) => [{ route }, n]),
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_route_jostled_total',
+    'Questions given up (SERVFAIL) to make room for newer ones in their route’s full share, by route (--jostle-timeout).',
+    ['route'],
+    () => [...budget.counts.jostled].map(([route, n]) => [{ route }, n]),
   );
   // Node caches (NodeLocal DNSCache's force_tcp) hold TCP connections for long: how many, and
   // whether the caps (--max-tcp-connections, --max-tcp-connections-per-client) turn clients away.

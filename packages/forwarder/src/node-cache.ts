@@ -146,6 +146,7 @@ export async function nodeCacheForwarder(
     maxCacheTtlSeconds: 0,
     // CoreDNS's forward has no limit by default; this one only sheds a flood.
     forwardMax: plan.forwardMax ?? 2000,
+    jostleMs: 200,
     loopDetect: plan.loopDetect,
     randomCase: false,
     logQueries: plan.logQueries,

@@ -54,11 +54,15 @@ export const forwarderFlags = {
   ),
   'min-cache-ttl': ttlFlag('cache answers at least this many seconds (TTLs served count down from it)', 0),
   'max-cache-ttl': ttlFlag('cache answers at most this many seconds; 0 = no cap', 0),
-  'dns-forward-max': flag.int('upstream queries in flight at most; past it, queries get REFUSED at once', 150, {
-    aliases: ['0'],
-    min: 1,
-    max: 100_000,
-  }),
+  'dns-forward-max': flag.int(
+    'upstream questions in flight at most, for each route (the cluster zone, each reverse zone, each stub domain, the default upstreams); past it, REFUSED at once',
+    150,
+    { aliases: ['0'], min: 1, max: 100_000 },
+  ),
+  'jostle-timeout': flag.duration(
+    'when a route’s share is full, a new question pushes out the one that has waited this long or longer (its asker gets SERVFAIL), as Unbound’s jostle-timeout',
+    200,
+  ),
   'dns-0x20': flag.bool(
     'ask upstreams in a random case (0x20) and drop replies that do not echo it; a server that does not is asked in plain case for an hour',
   ),
@@ -150,7 +154,10 @@ export interface ForwarderOptions {
   readonly negTtlSeconds: number;
   readonly minCacheTtlSeconds: number;
   readonly maxCacheTtlSeconds: number;
+  /** Each route's share of upstream questions in flight (--dns-forward-max). */
   readonly forwardMax: number;
+  /** A question that has waited this long may be pushed out of a full share by a newer one. */
+  readonly jostleMs: number;
   readonly loopDetect: boolean;
   /** --dns-0x20: randomise the case of names sent upstream, and check the reply echoes it. */
   readonly randomCase: boolean;
@@ -205,6 +212,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     minCacheTtlSeconds: values['min-cache-ttl'],
     maxCacheTtlSeconds: values['max-cache-ttl'],
     forwardMax: values['dns-forward-max'],
+    jostleMs: values['jostle-timeout'],
     loopDetect: values['dns-loop-detect'],
     randomCase: values['dns-0x20'],
     logQueries: values['log-queries'],

@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   // Processes.
   WORKER_FAILED: 'a forwarder worker thread (--workers) failed to start',
   UPSTREAMS_FAILED: 'no upstream of a route answered',
+  QUERY_JOSTLED: "an upstream question given up for a newer one: its route's share of questions in flight was full",
   API_REQUEST_FAILED: 'a Kubernetes API list or watch request failed',
   PROBE_FAILED: 'a sidecar DNS probe got no usable answer',
   STATS_INVALID: "the forwarder's CHAOS statistics reply is not what dnsmasq sends",

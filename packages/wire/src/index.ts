@@ -1,3 +1,4 @@
+export { abortReason, whenAborted } from './abort.js';
 export {
   type DnsServer,
   type ExchangeOptions,
