@@ -27,3 +27,20 @@ export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Pro
  * answers itself, and must answer nothing the handler would answer differently.
  */
 export type ExpressLane = (message: Buffer, family: 4 | 6) => Buffer | undefined;
+
+/**
+ * Who may be served, decided before anything reads a message: per-client limits and the like
+ * (the forwarder's isolation). Both calls run for every message, so they must be cheap.
+ */
+export interface Door {
+  /**
+   * Before the express lane and the handler: undefined lets the message in, null drops it
+   * unanswered, and a Buffer is sent in its stead.
+   */
+  admit(message: Buffer, address: string, transport: Transport): Buffer | null | undefined;
+  /**
+   * A UDP reply about to be sent to `address` (the express lane's and the handler's alike):
+   * returns it, or something smaller to send instead (a TC reply), or null to send nothing.
+   */
+  release?(reply: Buffer, address: string): Buffer | null;
+}

@@ -72,6 +72,7 @@ export {
   DEFAULT_TCP_WRITE_TIMEOUT_MS,
   DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
   type DnsListener,
+  type Door,
   type ExpressLane,
   type ListenDnsOptions,
   listenDns,
@@ -136,6 +137,7 @@ export type {
 export { checkReply, compareQuestion, questionEndOf, type RejectReason } from './reply-check.js';
 export {
   answerPlainQuery,
+  answerPlainRefusal,
   type BareResponseOptions,
   buildBareResponse,
   buildHeaderOnlyResponse,
@@ -148,6 +150,7 @@ export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse 
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply } from './truncate.js';
+export { LIBUV_UDP_BATCH, UdpBacklog } from './udp-backlog.js';
 export { createUpstreamTcp, type UpstreamTcp, type UpstreamTcpOptions } from './upstream-tcp.js';
 export { createUpstreamUdp, type UpstreamUdp } from './upstream-udp.js';
 export {

@@ -2,11 +2,12 @@ import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
+import type { Door, ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
 import { DnsBindError } from './errors.js';
 import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
+import { UdpBacklog } from './udp-backlog.js';
 
-export type { ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
+export type { Door, ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
 
 export interface ListenDnsOptions {
   host: string;
@@ -20,6 +21,13 @@ export interface ListenDnsOptions {
    * context object, pipeline or chain around it. The forwarder's cache hits take it.
    */
   express?: ExpressLane;
+  /** Decides, before the express lane and the handler, whether each client may be served (and filters UDP replies). */
+  door?: Door;
+  /**
+   * Drop UDP queries unread once the socket has had a backlog (or the event loop has stalled) for
+   * this long, until its queue empties (udp-backlog.ts); 0 or unset: never.
+   */
+  shedAfterMs?: number;
   /** Called when the handler throws or a send fails; the packet is then dropped. */
   onHandlerError?: (error: unknown, context: QueryContext) => void;
   /** RFC 7766 §6.2.3: close a TCP connection idle this long. */
@@ -106,6 +114,8 @@ export interface DnsListener {
   tcpUnsentBytes(): number;
   /** Replies still being worked on, UDP and TCP. */
   inFlight(): number;
+  /** UDP queries dropped unread because the socket was behind (`shedAfterMs`). */
+  udpShed(): number;
   /** The UDP receive buffer the kernel granted, in bytes (Linux reports twice what it holds of data). */
   udpReceiveBufferBytes(): number;
   /**
@@ -235,18 +245,33 @@ function serve(
   // carry no callback (with one, Node defers it by a tick even when the send is done at once, a
   // tenth of a cache hit's cost), so their errors arrive here.
   udp.on('error', (error) => reportError(error, { transport: 'udp', remoteAddress: '', remotePort: 0, family }));
+  const { express, door } = options;
+  const release = door?.release?.bind(door);
+  const sendOne = (message: Buffer, port: number, address: string) => {
+    const out = release === undefined ? message : release(message, address);
+    if (out !== null) udp.send(out, port, address);
+  };
   const sendUdp = (reply: Reply, port: number, address: string) => {
     if (udpClosed || reply === undefined) return;
-    if (Buffer.isBuffer(reply)) udp.send(reply, port, address);
-    else for (const message of reply) udp.send(message, port, address);
+    if (Buffer.isBuffer(reply)) sendOne(reply, port, address);
+    else for (const message of reply) sendOne(message, port, address);
   };
-  const { express } = options;
+  const backlog = options.shedAfterMs ? new UdpBacklog(options.shedAfterMs) : undefined;
+  backlog?.start();
   udp.on('message', (msg, rinfo) => {
     // Draining: a socket alone on its port drops what comes (nothing else would answer it, and the
     // drain must end). One in a SO_REUSEPORT group keeps answering until it closes: the kernel
     // sends this socket its share of clients until then, and a datagram left unread is a query
     // lost, where after the close the same client's retry reaches a socket of the newer instance.
     if (draining && !reusePort) return;
+    if (backlog?.arrived()) return;
+    if (door !== undefined) {
+      const verdict = door.admit(msg, rinfo.address, 'udp');
+      if (verdict !== undefined) {
+        if (verdict !== null && !udpClosed) udp.send(verdict, rinfo.port, rinfo.address);
+        return;
+      }
+    }
     if (express !== undefined) {
       let answered: Buffer | undefined;
       try {
@@ -278,6 +303,14 @@ function serve(
       });
   });
 
+  // Over TCP the door sees each message before the handler; what it sends instead is written as a reply.
+  const tcpHandler: RawHandler =
+    door === undefined
+      ? handler
+      : (message, context) => {
+          const verdict = door.admit(message, context.remoteAddress, 'tcp');
+          return verdict === undefined ? handler(message, context) : (verdict ?? undefined);
+        };
   const idleMs = options.tcpIdleTimeoutMs ?? 10_000;
   const maxConnections = options.maxTcpConnections ?? 1000;
   const maxPerClient = options.maxTcpConnectionsPerClient ?? maxConnections;
@@ -360,7 +393,7 @@ function serve(
       return;
     }
     const connection = serveTcpConnection(socket, {
-      handler,
+      handler: tcpHandler,
       idleMs,
       maxPipelined,
       maxUnsentBytes,
@@ -401,6 +434,7 @@ function serve(
     return Promise.race([allSettled, deadline]).then(() => {
       clearTimeout(timer);
       clearInterval(unsentSweep);
+      backlog?.stop();
       for (const c of connections) c.destroy();
       udpClosed = true;
       return new Promise<void>((resolve) => {
@@ -420,6 +454,7 @@ function serve(
     tcpConnections: () => connections.size,
     tcpRefused: () => tcpRefusals,
     tcpStalls: () => stalls,
+    udpShed: () => backlog?.shed ?? 0,
     tcpUnsentBytes: () => unsentTotal,
     inFlight: () => udpPending + [...connections].reduce((n, c) => n + c.pending(), 0),
     udpReceiveBufferBytes: () => {

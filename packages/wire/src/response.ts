@@ -207,3 +207,30 @@ function patchTemplate(
   }
   return out;
 }
+
+/**
+ * A reply with no records for a plain query (readPlainQuery): the header with `rcode` (and TC when
+ * `truncated`), the question as asked, and our OPT if the query had one. What a door answers
+ * before the pipeline (a client over its rate: REFUSED, or TC so that it asks again over TCP),
+ * made from the query's octets without parsing it.
+ */
+export function answerPlainRefusal(
+  raw: Buffer,
+  question: PlainQuestion,
+  rcode: number,
+  options: { truncated?: boolean; recursionAvailable?: boolean; udpPayloadBytes: number },
+): Buffer {
+  const opt = question.ednsUdpSize !== 0 ? plainOpt(options.udpPayloadBytes, question.dnssecOk) : undefined;
+  const end = question.questionEnd;
+  const out = Buffer.allocUnsafe(end + (opt === undefined ? 0 : OPT_RECORD_BYTES));
+  out.set(raw.subarray(0, end));
+  let flags = FLAG.QR | (u16(raw, 2) & (FLAG.RD | FLAG.CD)) | (rcode & RCODE_MASK);
+  if (options.truncated) flags |= FLAG.TC;
+  if (options.recursionAvailable) flags |= FLAG.RA;
+  putU16(out, flags, 2);
+  putU16(out, 1, 4);
+  putU32(out, 0, 6);
+  putU16(out, opt === undefined ? 0 : 1, 10);
+  if (opt !== undefined) out.set(opt, end);
+  return out;
+}
