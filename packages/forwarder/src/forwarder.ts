@@ -23,6 +23,8 @@ import { createConfigReloader } from './config-reloader.js';
 import { type RawConfig, readConfigSources } from './config-source.js';
 import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
 import { createHitLane } from './hit-lane.js';
+import { ClientDoor } from './isolation/client-door.js';
+import { SubdomainGuardStage } from './isolation/subdomain-guard-stage.js';
 import { createLoopDetector } from './loop-detect.js';
 import { LoopGuardStage } from './loop-guard-stage.js';
 import { createForwarderMetrics } from './metrics.js';
@@ -141,7 +143,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     });
   const zoneSync = deps.peers ? deps.peers.zoneSync(transfers, cache) : transfers();
 
-  const budget = new RouteBudget(options.forwardMax, options.jostleMs, () => performance.now());
+  const { isolation } = options;
+  const budget = new RouteBudget(options.forwardMax, isolation.jostleMs, () => performance.now());
+  const door = new ClientDoor(isolation.limits, options.ednsPacketMax, () => performance.now());
+  const guard = new SubdomainGuardStage(isolation.guard, { routes: config.routes, log, now: () => performance.now() });
   const forward = new ForwardStage({
     routes: config.routes,
     budget,
@@ -194,7 +199,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   });
   const chaos = new ChaosStage(deps.peers ? deps.peers.summedStats(stats) : stats);
   const chain = chainStages<ForwarderRequest>(
-    [notify, relay, chaos, new LoopGuardStage(loops), cacheStage],
+    [notify, relay, chaos, new LoopGuardStage(loops), cacheStage, guard],
     (request) => forward.serve(request),
   );
 
@@ -210,6 +215,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     cacheStage,
     forward,
     budget,
+    door,
+    guard,
+    shed: () => listeners.reduce((n, l) => n + l.udpShed(), 0),
     upstreams,
     notify,
     relay,
@@ -296,6 +304,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           maxTcpConnections: options.maxTcpConnections,
           maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
           ...options.tcpBackpressure,
+          door,
+          shedAfterMs: isolation.shedAfterMs,
           reusePort: options.reusePort,
           onHandlerError: (error) => log.debug('send failed', { err: error }),
         });
@@ -317,6 +327,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         notifyPort = listener.port;
         closers.push('notify', () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
       }
+      // The guard's holds run out on their own; this logs each clearing when it happens.
+      const guardSweep = setInterval(() => guard.heldParents(), 1000);
+      guardSweep.unref();
+      closers.push('subdomain guard', () => clearInterval(guardSweep));
       const poll = setInterval(() => void config.reload(), options.configPollMs);
       poll.unref();
       closers.push('config poll', () => clearInterval(poll));

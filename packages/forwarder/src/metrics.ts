@@ -4,6 +4,8 @@ import type { Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
+import type { ClientDoor } from './isolation/client-door.js';
+import type { SubdomainGuardStage } from './isolation/subdomain-guard-stage.js';
 import type { NotifyStage } from './notify-stage.js';
 import type { ServerQueryCounts } from './query-counts.js';
 import type { RouteBudget } from './route-budget.js';
@@ -23,6 +25,11 @@ export interface ForwarderMetricSources {
   cacheStage: CacheStage;
   forward: ForwardStage;
   budget: RouteBudget;
+  /** Per-client limits and response rate limiting (isolation/client-door.ts). */
+  door: ClientDoor;
+  guard: SubdomainGuardStage;
+  /** UDP queries dropped unread because the socket was behind (--shed-after), over every listener. */
+  shed(): number;
   upstreams: UpstreamStats;
   notify: NotifyStage;
   relay: TransferRelayStage;
@@ -209,6 +216,47 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Questions given up (SERVFAIL) to make room for newer ones in their route’s full share, by route (--jostle-timeout).',
     ['route'],
     () => [...budget.counts.jostled].map(([route, n]) => [{ route }, n]),
+  );
+  // Isolation: what was done instead of serving a client, by reason, and the random-subdomain guard.
+  const { door, guard } = sources;
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_limited_total',
+    'Queries and answers not served as asked to keep one client from taking DNS from the others, by reason: client_refused and client_truncated (--client-qps, --client-tcp-qps), rrl_dropped and rrl_truncated (--rrl-responses-per-second), shed (--shed-after).',
+    ['reason'],
+    () => [
+      [{ reason: 'client_refused' }, door.counts.clientRefused],
+      [{ reason: 'client_truncated' }, door.counts.clientTruncated],
+      [{ reason: 'rrl_dropped' }, door.counts.rrlDropped],
+      [{ reason: 'rrl_truncated' }, door.counts.rrlTruncated],
+      [{ reason: 'shed' }, sources.shed()],
+    ],
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_limited_clients',
+    'Client addresses with a rate-limit bucket now (at most 65,536 per transport).',
+    [],
+    () => [[{}, door.trackedClients()]],
+  );
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_subdomain_guard_trips_total',
+    'Times a domain’s distinct-name misses with a failing upstream tripped the random-subdomain guard.',
+    () => guard.counts.trips,
+  );
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_subdomain_guard_answered_total',
+    'Queries for new names under a tripped domain answered SERVFAIL without asking upstream.',
+    () => guard.counts.answered,
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_subdomain_guard_domains',
+    'Domains whose new names get SERVFAIL without being asked now (the random-subdomain guard).',
+    [],
+    () => [[{}, guard.heldParents()]],
   );
   // Node caches (NodeLocal DNSCache's force_tcp) hold TCP connections for long: how many, and
   // whether the caps (--max-tcp-connections, --max-tcp-connections-per-client) turn clients away.

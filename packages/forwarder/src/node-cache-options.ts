@@ -7,6 +7,7 @@ import {
   parseHostPort,
   tcpBackpressureFlags,
 } from '@cluster-dns/runtime';
+import { isolationFlags } from './isolation/isolation-flags.js';
 import type { Firewall } from './node-plumbing.js';
 
 /** `-syncinterval 60` (node-cache's seconds) or a Go duration (`30s`). */
@@ -116,6 +117,7 @@ export const nodeCacheFlags = {
     0,
   ),
   ...tcpBackpressureFlags(),
+  ...isolationFlags(),
   v: flag.int('log verbosity; 4 or more logs debug lines', 0, { min: 0 }),
 };
 

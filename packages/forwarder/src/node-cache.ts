@@ -18,6 +18,7 @@ import { readConfigSources } from './config-source.js';
 import { parseCorefile } from './corefile.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { createForwarder, type Forwarder, type ForwarderDeps } from './forwarder.js';
+import { toIsolationOptions } from './isolation/isolation-flags.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
 import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
@@ -146,7 +147,7 @@ export async function nodeCacheForwarder(
     maxCacheTtlSeconds: 0,
     // CoreDNS's forward has no limit by default; this one only sheds a flood.
     forwardMax: plan.forwardMax ?? 2000,
-    jostleMs: 200,
+    isolation: toIsolationOptions(values),
     loopDetect: plan.loopDetect,
     randomCase: false,
     logQueries: plan.logQueries,

@@ -10,6 +10,7 @@ import {
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { type Cidr, parseCidr } from '@cluster-dns/wire';
+import { type IsolationOptions, isolationFlags, toIsolationOptions } from './isolation/isolation-flags.js';
 import { parseServerFlag, type ServerRule } from './server-flag.js';
 
 const ttlFlag = (help: string, defaultValue: number) => flag.int(help, defaultValue, { min: 0, max: 2_147_483_647 });
@@ -59,10 +60,6 @@ export const forwarderFlags = {
     150,
     { aliases: ['0'], min: 1, max: 100_000 },
   ),
-  'jostle-timeout': flag.duration(
-    'when a route’s share is full, a new question pushes out the one that has waited this long or longer (its asker gets SERVFAIL), as Unbound’s jostle-timeout',
-    200,
-  ),
   'dns-0x20': flag.bool(
     'ask upstreams in a random case (0x20) and drop replies that do not echo it; a server that does not is asked in plain case for an hour',
   ),
@@ -87,6 +84,7 @@ export const forwarderFlags = {
   'tcp-idle-timeout': flag.duration('close a client TCP connection idle this long (RFC 7766)', 30_000),
   ...tcpBackpressureFlags(),
   'edns-packet-max': ednsPacketMaxFlag(),
+  ...isolationFlags(),
   workers: flag.int(
     'worker threads, each with its own cache, binding the DNS port with SO_REUSEPORT so the kernel spreads clients over them; above 1 needs Node.js 22.12+',
     1,
@@ -156,8 +154,8 @@ export interface ForwarderOptions {
   readonly maxCacheTtlSeconds: number;
   /** Each route's share of upstream questions in flight (--dns-forward-max). */
   readonly forwardMax: number;
-  /** A question that has waited this long may be pushed out of a full share by a newer one. */
-  readonly jostleMs: number;
+  /** What one client may take from the others: rate limits, shedding, route shares' jostling, the subdomain guard. */
+  readonly isolation: IsolationOptions;
   readonly loopDetect: boolean;
   /** --dns-0x20: randomise the case of names sent upstream, and check the reply echoes it. */
   readonly randomCase: boolean;
@@ -212,7 +210,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     minCacheTtlSeconds: values['min-cache-ttl'],
     maxCacheTtlSeconds: values['max-cache-ttl'],
     forwardMax: values['dns-forward-max'],
-    jostleMs: values['jostle-timeout'],
+    isolation: toIsolationOptions(values),
     loopDetect: values['dns-loop-detect'],
     randomCase: values['dns-0x20'],
     logQueries: values['log-queries'],

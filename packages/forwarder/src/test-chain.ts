@@ -77,7 +77,15 @@ export function testRoute(kind: Route['kind'] = 'upstream', domain = '.'): Route
 export function resolvedAnswer(
   name: string,
   qtype: number,
-  answer: { address?: string; ttl?: number; rcode?: number; soaMinimum?: number; route?: Route } = {},
+  answer: {
+    address?: string;
+    ttl?: number;
+    rcode?: number;
+    soaMinimum?: number;
+    /** The SOA's owner (the zone apex), example.org by default. */
+    soaOwner?: string;
+    route?: Route;
+  } = {},
 ): Resolved {
   const rcode = answer.rcode ?? 0;
   const wire = encodeMessage({
@@ -93,7 +101,7 @@ export function resolvedAnswer(
         ? []
         : [
             {
-              name: 'example.org.',
+              name: answer.soaOwner ?? 'example.org.',
               type: QTYPE.SOA,
               class: 1,
               ttl: answer.soaMinimum,

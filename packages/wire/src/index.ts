@@ -149,7 +149,7 @@ export {
 export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { chainStages, type Next, type Stage } from './stage.js';
-export { truncateReply } from './truncate.js';
+export { truncateReply, truncateToQuestion } from './truncate.js';
 export { LIBUV_UDP_BATCH, UdpBacklog } from './udp-backlog.js';
 export { createUpstreamTcp, type UpstreamTcp, type UpstreamTcpOptions } from './upstream-tcp.js';
 export { createUpstreamUdp, type UpstreamUdp } from './upstream-udp.js';

@@ -36,3 +36,17 @@ export function truncateReply(reply: Buffer, limitBytes: number): Buffer {
   if (lostRequired) out.writeUInt16BE(out.readUInt16BE(2) | FLAG.TC, 2);
   return out;
 }
+
+/**
+ * A reply cut to its header and question with TC set: the few octets that tell a client to ask
+ * again over TCP, where its address is proven (response rate limiting's "slip"). The rcode and
+ * flags stay; no records, no OPT. `questionEnd` is where the reply's question ends.
+ */
+export function truncateToQuestion(reply: Buffer, questionEnd: number): Buffer {
+  const out = Buffer.from(reply.subarray(0, questionEnd));
+  out.writeUInt16BE(out.readUInt16BE(2) | FLAG.TC, 2);
+  out.writeUInt16BE(0, 6);
+  out.writeUInt16BE(0, 8);
+  out.writeUInt16BE(0, 10);
+  return out;
+}

@@ -1,0 +1,111 @@
+import type { Buffer } from 'node:buffer';
+import {
+  answerPlainRefusal,
+  type Door,
+  HEADER_BYTES,
+  latin1Of,
+  PlainQuestion,
+  questionEndOf,
+  RCODE,
+  readPlainQuery,
+  type Transport,
+  truncateToQuestion,
+} from '@cluster-dns/wire';
+import { TokenBuckets } from './token-buckets.js';
+
+/** The per-client limits, as the flags give them; a rate of 0 turns that limit off. */
+export interface ClientLimits {
+  /** Queries a second each client address may send over UDP, and how many it may save up. */
+  readonly qps: number;
+  readonly burst: number;
+  /** The same over TCP, where the address is proven and node caches send their misses. */
+  readonly tcpQps: number;
+  readonly tcpBurst: number;
+  /** Over its rate, every `slip`-th UDP query gets TC (ask again over TCP), the others REFUSED; 0 = REFUSED only. */
+  readonly slip: number;
+  /** Identical answers of `rrlMinBytes` or more a second to one address (response rate limiting). */
+  readonly rrlResponsesPerSecond: number;
+  readonly rrlMinBytes: number;
+  /** Over it, every `rrlSlip`-th such answer is sent as TC, the others dropped; 0 = dropped only. */
+  readonly rrlSlip: number;
+}
+
+/** What the door did instead of serving, by reason. */
+export interface ClientDoorCounts {
+  clientRefused: number;
+  clientTruncated: number;
+  rrlDropped: number;
+  rrlTruncated: number;
+}
+
+/** Addresses (and address-question pairs) tracked at most, each kind: bounded memory, whatever the sources. */
+export const MAX_TRACKED_KEYS = 65_536;
+
+/**
+ * Fairness between clients, before anything reads their queries (wire's Door). Each source
+ * address has a token bucket per transport: past it, a query gets REFUSED, or now and then
+ * (`slip`) a TC reply, so a real client that merely burst asks again over TCP and is served. The
+ * answers themselves are rate limited too, per address and question, when they are large
+ * (response rate limiting against reflection: a spoofed source gets few of them, and now and then
+ * a TC it cannot act on). Queries are not parsed: the address is the key, and a refusal is made
+ * from the query's octets (answerPlainRefusal); a message that is not a plain query from a client
+ * over its rate is dropped.
+ */
+export class ClientDoor implements Door {
+  readonly counts: ClientDoorCounts = { clientRefused: 0, clientTruncated: 0, rrlDropped: 0, rrlTruncated: 0 };
+  private readonly udp: TokenBuckets;
+  private readonly tcp: TokenBuckets;
+  private readonly answers: TokenBuckets;
+  private readonly question = new PlainQuestion();
+
+  constructor(
+    private readonly limits: ClientLimits,
+    private readonly udpPayloadBytes: number,
+    private readonly now: () => number,
+  ) {
+    this.udp = new TokenBuckets(limits.qps, limits.burst, MAX_TRACKED_KEYS);
+    this.tcp = new TokenBuckets(limits.tcpQps, limits.tcpBurst, MAX_TRACKED_KEYS);
+    this.answers = new TokenBuckets(limits.rrlResponsesPerSecond, limits.rrlResponsesPerSecond, MAX_TRACKED_KEYS);
+  }
+
+  /** Addresses with a bucket now, over both transports. */
+  trackedClients(): number {
+    return this.udp.size + this.tcp.size;
+  }
+
+  admit(message: Buffer, address: string, transport: Transport): Buffer | null | undefined {
+    const udp = transport === 'udp';
+    const rate = udp ? this.limits.qps : this.limits.tcpQps;
+    if (rate === 0) return undefined;
+    const refusedInRow = (udp ? this.udp : this.tcp).take(address, this.now());
+    if (refusedInRow === 0) return undefined;
+    // A response, another opcode, a malformed message: never answered from here (a reply to a
+    // reply could bounce between two servers); the client is over its rate anyway.
+    if (!readPlainQuery(message, this.question)) return null;
+    const slip = udp && this.limits.slip > 0 && refusedInRow % this.limits.slip === 0;
+    if (slip) this.counts.clientTruncated++;
+    else this.counts.clientRefused++;
+    return answerPlainRefusal(message, this.question, RCODE.REFUSED, {
+      truncated: slip,
+      recursionAvailable: true,
+      udpPayloadBytes: this.udpPayloadBytes,
+    });
+  }
+
+  release(reply: Buffer, address: string): Buffer | null {
+    const { rrlResponsesPerSecond, rrlMinBytes, rrlSlip } = this.limits;
+    if (rrlResponsesPerSecond === 0 || reply.length < rrlMinBytes) return reply;
+    const questionEnd = questionEndOf(reply);
+    if (questionEnd < 0) return reply;
+    // The question as it goes, in one case: a client cannot dodge the limit by varying it (0x20).
+    const key = `${address}|${latin1Of(reply, HEADER_BYTES, questionEnd).toLowerCase()}`;
+    const refusedInRow = this.answers.take(key, this.now());
+    if (refusedInRow === 0) return reply;
+    if (rrlSlip > 0 && refusedInRow % rrlSlip === 0) {
+      this.counts.rrlTruncated++;
+      return truncateToQuestion(reply, questionEnd);
+    }
+    this.counts.rrlDropped++;
+    return null;
+  }
+}

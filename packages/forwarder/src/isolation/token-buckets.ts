@@ -1,0 +1,58 @@
+/** One key's bucket: tokens left at `lastMs`, and how many takes it has refused in a row. */
+interface Bucket {
+  tokens: number;
+  lastMs: number;
+  refused: number;
+}
+
+/**
+ * Token buckets by key (a client's address; an address and a question): `ratePerSecond` tokens
+ * a second, at most `burst` saved up. At most `maxKeys` are kept, so a flood from many spoofed
+ * sources costs bounded memory: when full, the eighth of them seen first is forgotten (they start
+ * again full, which errs towards serving). Takes no clock of its own: the caller passes the time.
+ */
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    private readonly ratePerSecond: number,
+    private readonly burst: number,
+    private readonly maxKeys: number,
+  ) {}
+
+  /**
+   * Takes a token from `key`'s bucket at `nowMs`: 0 when it had one, else how many takes in a row
+   * it has now refused (1, 2, …): what a slip counts.
+   */
+  take(key: string, nowMs: number): number {
+    let bucket = this.buckets.get(key);
+    if (bucket === undefined) {
+      if (this.buckets.size >= this.maxKeys) this.forgetOldest();
+      bucket = { tokens: this.burst, lastMs: nowMs, refused: 0 };
+      this.buckets.set(key, bucket);
+    } else if (nowMs > bucket.lastMs) {
+      bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.lastMs) * this.ratePerSecond) / 1000);
+      bucket.lastMs = nowMs;
+    }
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      bucket.refused = 0;
+      return 0;
+    }
+    bucket.refused++;
+    return bucket.refused;
+  }
+
+  /** Keys held now. */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  private forgetOldest(): void {
+    let n = Math.max(1, this.maxKeys >> 3);
+    for (const key of this.buckets.keys()) {
+      this.buckets.delete(key);
+      if (--n === 0) break;
+    }
+  }
+}
