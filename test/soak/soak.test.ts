@@ -197,7 +197,10 @@ describe('soak', () => {
         if (r < 17) return { name: `none${n}.example.org`, kind: 'NXDOMAIN upstream' };
         return { name: `s${n % CHURNED}.soak.${Z}`, kind: 'churned service' };
       };
-      const client = async () => {
+      // Each client is a pod of its own (a source address of 127.0.0.0/8): the forwarder's fair
+      // share per client is for pods, and this traffic stands for many.
+      const client = async (_: unknown, index: number) => {
+        const localAddress = `127.0.0.${10 + index}`;
         while (Date.now() < deadline) {
           const { name, kind } = pick();
           const transport = n % 10 === 0 ? 'tcp' : 'udp';
@@ -207,6 +210,7 @@ describe('soak', () => {
             const reply = await queryDns({ host: '127.0.0.1', port: s.fwPort }, name, QTYPE.A, {
               timeoutMs: QUERY_TIMEOUT_MS,
               transport,
+              localAddress,
             });
             const addresses = reply.answers.filter((a) => a.type === QTYPE.A).map((a) => a.address as string);
             value =

@@ -259,12 +259,16 @@ describe('upstream faults: what the cache refuses or corrects', () => {
 describe('upstream faults: load', () => {
   it('holds the in-flight cap against a slow upstream: the excess is refused at once and memory stays flat', async () => {
     const up = await upstream({ script: (q) => replyTo(q, { answers: [rr(q.qname, A('192.0.2.1'))] }) });
+    // The cap alone: no newer question may push out a held one (--jostle-timeout), and three
+    // thousand misses from one address are past its fair rate (--client-qps).
     const f = await startForwarder([
       `--server=${up.address}`,
       '--dns-forward-max=50',
       '--cache-size=0',
       '--upstream-timeout=30s',
       '--forward-deadline=30s',
+      '--jostle-timeout=60s',
+      '--client-qps=0',
     ]);
     const client = await rawClient(f.port);
     // Each wave: 3,000 misses while the upstream holds every question it gets; the 2,950 past the

@@ -21,6 +21,8 @@ export interface ExchangeOptions {
   onRejected?: (reason: RejectReason) => void;
   /** Gives up at once when it aborts (rejecting with its reason), freeing the socket. */
   signal?: AbortSignal;
+  /** The source address to send from (tests play several clients from 127.0.0.0/8). */
+  localAddress?: string;
 }
 
 let idPool = randomBytes(0);
@@ -75,17 +77,20 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
     // starting is retried in milliseconds. The kernel then drops datagrams from anyone else too.
     // The callback also gets a failed connect (ENETUNREACH for a target with no route): sending on
     // the unconnected socket then would throw out of the callback and take the process down.
-    socket.connect(server.port, server.host, (error?: Error) => {
-      if (error) finish(error);
-      else if (!done) socket.send(query);
-    });
+    const connect = () =>
+      socket.connect(server.port, server.host, (error?: Error) => {
+        if (error) finish(error);
+        else if (!done) socket.send(query);
+      });
+    if (options.localAddress === undefined) connect();
+    else socket.bind({ address: options.localAddress, port: 0 }, connect);
   });
 }
 
 function exchangeTcp(server: DnsServer, query: Buffer, timeoutMs: number, options: ExchangeOptions): Promise<Buffer> {
   const queryEnd = questionEndOf(query);
   let first: Buffer | undefined;
-  return tcpMessages(server, query, timeoutMs, options.signal, (reply) => {
+  return tcpMessages(server, query, timeoutMs, options, (reply) => {
     const reason = checkReply(reply, query, queryEnd);
     if (reason) {
       options.onRejected?.(reason);
@@ -109,7 +114,7 @@ export function transferTcp(
 ): Promise<void> {
   const id = query.readUInt16BE(0);
   const queryEnd = questionEndOf(query);
-  return tcpMessages(server, query, options.timeoutMs ?? 5000, undefined, (reply) => {
+  return tcpMessages(server, query, options.timeoutMs ?? 5000, {}, (reply) => {
     if (reply.length < HEADER_BYTES || (reply.readUInt16BE(2) & FLAG.QR) === 0 || reply.readUInt16BE(0) !== id)
       return false;
     if (
@@ -127,12 +132,17 @@ function tcpMessages(
   server: DnsServer,
   query: Buffer,
   timeoutMs: number,
-  signal: AbortSignal | undefined,
+  from: Pick<ExchangeOptions, 'signal' | 'localAddress'>,
   onReply: (reply: Buffer) => boolean,
 ): Promise<void> {
   const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs);
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: server.host, port: server.port, noDelay: true });
+    const socket = net.connect({
+      host: server.host,
+      port: server.port,
+      noDelay: true,
+      ...(from.localAddress === undefined ? {} : { localAddress: from.localAddress }),
+    });
     let buffered = Buffer.alloc(0);
     let settled = false;
     let detach = () => {};
@@ -146,7 +156,7 @@ function tcpMessages(
       else resolve();
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
-    detach = whenAborted(signal, finish);
+    detach = whenAborted(from.signal, finish);
     socket.on('error', (error) => finish(error));
     socket.on('close', () => finish(new ConnectionClosedError(`${server.host}:${server.port}`)));
     socket.on('connect', () => {

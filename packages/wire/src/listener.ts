@@ -24,7 +24,7 @@ export interface ListenDnsOptions {
   /** Decides, before the express lane and the handler, whether each client may be served (and filters UDP replies). */
   door?: Door;
   /**
-   * Drop UDP queries unread once the socket has had a backlog (or the event loop has stalled) for
+   * Drop UDP queries unread once the socket has had a backlog (full libuv batches, turn after turn) for
    * this long, until its queue empties (udp-backlog.ts); 0 or unset: never.
    */
   shedAfterMs?: number;
@@ -257,7 +257,6 @@ function serve(
     else for (const message of reply) sendOne(message, port, address);
   };
   const backlog = options.shedAfterMs ? new UdpBacklog(options.shedAfterMs) : undefined;
-  backlog?.start();
   udp.on('message', (msg, rinfo) => {
     // Draining: a socket alone on its port drops what comes (nothing else would answer it, and the
     // drain must end). One in a SO_REUSEPORT group keeps answering until it closes: the kernel
@@ -434,7 +433,6 @@ function serve(
     return Promise.race([allSettled, deadline]).then(() => {
       clearTimeout(timer);
       clearInterval(unsentSweep);
-      backlog?.stop();
       for (const c of connections) c.destroy();
       udpClosed = true;
       return new Promise<void>((resolve) => {

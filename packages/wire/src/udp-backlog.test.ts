@@ -61,7 +61,7 @@ function askFresh(port: number): Promise<void> {
 }
 
 describe('UDP shedding (udp-backlog.ts)', () => {
-  it('drops what queued during an event-loop stall longer than the bound, then answers fresh queries', async () => {
+  it('answers the backlog an event-loop stall leaves when it drains within the bound', async () => {
     let handled = 0;
     const l = await listenDns({
       host: '127.0.0.1',
@@ -81,10 +81,9 @@ describe('UDP shedding (udp-backlog.ts)', () => {
       'every queued query read',
       () => [handled, l.udpShed()],
     );
-    // The stall was seen by the lag sample before the queue was read: all of it is dropped.
-    expect(l.udpShed(), `handled ${handled}`).toBeGreaterThan(1_900);
+    // Two thousand queries 300 ms old, read in a few milliseconds: worth answering, none dropped.
+    expect([handled, l.udpShed()]).toEqual([2_000, 0]);
     await askFresh(l.port);
-    expect(handled).toBeGreaterThanOrEqual(1);
     child.kill();
   });
 
