@@ -8,6 +8,7 @@ import {
   createUpstreamTcp,
   createUpstreamUdp,
   type DnsListener,
+  type Fqdn,
   listenDns,
   OPCODE,
   QCLASS,
@@ -146,7 +147,15 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const { isolation } = options;
   const budget = new RouteBudget(options.forwardMax, isolation.jostleMs, () => performance.now());
   const door = new ClientDoor(isolation.limits, options.ednsPacketMax, () => performance.now());
-  const guard = new SubdomainGuardStage(isolation.guard, { routes: config.routes, log, now: () => performance.now() });
+  // With --workers, a trip in one worker holds the domain in every worker.
+  let shareTrip: ((domain: Fqdn, forMs: number) => void) | undefined;
+  const guard = new SubdomainGuardStage(isolation.guard, {
+    routes: config.routes,
+    log,
+    now: () => performance.now(),
+    tripped: (domain, forMs) => shareTrip?.(domain, forMs),
+  });
+  shareTrip = deps.peers?.guardSync((domain, forMs) => guard.holdFromPeer(domain, forMs));
   const forward = new ForwardStage({
     routes: config.routes,
     budget,

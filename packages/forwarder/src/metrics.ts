@@ -257,6 +257,8 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Domains whose new names get SERVFAIL without being asked now (the random-subdomain guard).',
     [],
     () => [[{}, guard.heldParents()]],
+    // Every worker holds a domain another tripped on.
+    'max',
   );
   // Node caches (NodeLocal DNSCache's force_tcp) hold TCP connections for long: how many, and
   // whether the caps (--max-tcp-connections, --max-tcp-connections-per-client) turn clients away.

@@ -16,7 +16,9 @@ export type PeerMessage =
   | { t: 'notified'; id: number; to: number; result: 'accepted' | 'refused' | 'failed' }
   /** A CHAOS statistics query: every worker's counts, to be summed. */
   | { t: 'stats?'; id: number; from: number }
-  | { t: 'stats'; id: number; to: number; stats: StatsSnapshot };
+  | { t: 'stats'; id: number; to: number; stats: StatsSnapshot }
+  /** A worker's random-subdomain guard tripped: every other worker holds the domain too. */
+  | { t: 'guard'; from: number; domain: Fqdn; forMs: number };
 
 /** The channel between workers; an in-memory one makes this testable without threads. */
 export interface PeerLink {
@@ -52,6 +54,12 @@ export interface WorkerPeers {
   ): ZoneSync;
   /** CHAOS statistics summed over every worker that answers within the timeout. */
   summedStats(own: () => StatsSnapshot): () => Promise<StatsSnapshot>;
+  /**
+   * The random-subdomain guard's trips, shared: `hold` is called when another worker's guard
+   * trips (a flood reaches every worker, spread by its source ports); the function returned tells
+   * the others of this worker's trips. Holds go as durations: each thread has a clock of its own.
+   */
+  guardSync(hold: (domain: Fqdn, forMs: number) => void): (domain: Fqdn, forMs: number) => void;
   close(): void;
 }
 
@@ -111,6 +119,12 @@ export function createWorkerPeers(deps: {
           link.post({ t: 'stats?', id, from: index });
           if (count === 1) done();
         });
+    },
+    guardSync(hold) {
+      handlers.push((message) => {
+        if (message.t === 'guard' && message.from !== index) hold(message.domain, message.forMs);
+      });
+      return (domain, forMs) => link.post({ t: 'guard', from: index, domain, forMs });
     },
     close: () => link.close(),
   };

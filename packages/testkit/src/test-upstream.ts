@@ -166,7 +166,8 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
     const name = toFqdn(q.qname);
     const records = options.records?.[name] ?? options.records?.[name.slice(0, -1)];
     if (!records) return negative(q, RCODE.NXDOMAIN);
-    const matching = records.filter((r) => r.type === q.qtype || r.type === QTYPE.CNAME);
+    // ANY: every record at the name, as an authoritative server without RFC 8482 sends it.
+    const matching = records.filter((r) => q.qtype === QTYPE.ANY || r.type === q.qtype || r.type === QTYPE.CNAME);
     if (matching.length === 0) return negative(q, RCODE.NOERROR);
     return replyTo(q, {
       answers: matching.map((r) => ({ ...r, name: q.qname, class: 1, ttl: r.ttl ?? 60 }) as Rr),

@@ -52,14 +52,27 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
   readonly name = 'subdomain guard';
   readonly counts: SubdomainGuardCounts = { trips: 0, answered: 0 };
   private readonly windows = new Map<Fqdn, Window>();
-  /** Tripped parents, and until when. */
-  private readonly held = new Map<Fqdn, number>();
+  /** Tripped parents: until when, and whether this guard tripped it (or another worker's did). */
+  private readonly held = new Map<Fqdn, { untilMs: number; own: boolean }>();
   private readonly cuts = new ZoneCuts();
 
   constructor(
     private readonly options: SubdomainGuardOptions,
-    private readonly deps: { routes(): RouteTable; log: Logger; now(): number },
+    private readonly deps: {
+      routes(): RouteTable;
+      log: Logger;
+      now(): number;
+      /** Told of each trip (the other workers, --workers). */
+      tripped?(domain: Fqdn, holdMs: number): void;
+    },
   ) {}
+
+  /** Holds a domain another worker's guard tripped on, for `forMs`. */
+  holdFromPeer(domain: Fqdn, forMs: number): void {
+    if (this.held.has(domain) || this.held.size >= MAX_PARENTS) return;
+    this.held.set(domain, { untilMs: this.deps.now() + forMs, own: false });
+    this.windows.delete(domain);
+  }
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     if (this.options.minMisses === 0) return next(request);
@@ -68,9 +81,9 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
     if (route.kind !== 'upstream' && route.kind !== 'stub') return next(request);
     const nowMs = this.deps.now();
     const parent = this.cuts.parentOf(q.key, route.domain);
-    const until = this.held.get(parent);
-    if (until !== undefined) {
-      if (until > nowMs) {
+    const held = this.held.get(parent);
+    if (held !== undefined) {
+      if (held.untilMs > nowMs) {
         this.counts.answered++;
         return buildBareResponse(q, RCODE.SERVFAIL, {
           recursionAvailable: true,
@@ -92,7 +105,7 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
   /** Parents held now (clearing the ones whose hold ran out). */
   heldParents(): number {
     const nowMs = this.deps.now();
-    for (const [parent, until] of this.held) if (until <= nowMs) this.clear(parent);
+    for (const [parent, held] of this.held) if (held.untilMs <= nowMs) this.clear(parent);
     return this.held.size;
   }
 
@@ -116,8 +129,9 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
       this.held.size < MAX_PARENTS
     ) {
       this.counts.trips++;
-      this.held.set(parent, this.deps.now() + this.options.holdMs);
+      this.held.set(parent, { untilMs: this.deps.now() + this.options.holdMs, own: true });
       this.windows.delete(parent);
+      this.deps.tripped?.(parent, this.options.holdMs);
       this.deps.log.warn('random-subdomain guard tripped: new names under this domain get SERVFAIL without asking', {
         domain: parent,
         distinctMisses: window.names.size,
@@ -129,8 +143,11 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
   }
 
   private clear(parent: Fqdn): void {
+    const own = this.held.get(parent)?.own ?? false;
     this.held.delete(parent);
-    this.deps.log.info('random-subdomain guard cleared: names under this domain are asked again', { domain: parent });
+    // The worker that tripped logs it; the others only follow it.
+    if (own)
+      this.deps.log.info('random-subdomain guard cleared: names under this domain are asked again', { domain: parent });
   }
 
   private windowOf(parent: Fqdn, nowMs: number): Window {
