@@ -6,6 +6,7 @@ import type { Door, ExpressLane, QueryContext, RawHandler, Reply } from './dns-h
 import { DnsBindError } from './errors.js';
 import { serveTcpConnection, type TcpConnection } from './tcp-connection.js';
 import { UdpBacklog } from './udp-backlog.js';
+import { udpQueueReader } from './udp-queue.js';
 
 export type { Door, ExpressLane, QueryContext, RawHandler, Reply } from './dns-handler.js';
 
@@ -24,8 +25,8 @@ export interface ListenDnsOptions {
   /** Decides, before the express lane and the handler, whether each client may be served (and filters UDP replies). */
   door?: Door;
   /**
-   * Drop UDP queries unread once the socket has had a backlog (full libuv batches, turn after turn) for
-   * this long, until its queue empties (udp-backlog.ts); 0 or unset: never.
+   * Drop UDP queries unread once the queue waiting in the kernel would take this long to drain,
+   * until it empties (udp-backlog.ts); 0 or unset: never.
    */
   shedAfterMs?: number;
   /** Called when the handler throws or a send fails; the packet is then dropped. */
@@ -256,7 +257,9 @@ function serve(
     if (Buffer.isBuffer(reply)) sendOne(reply, port, address);
     else for (const message of reply) sendOne(message, port, address);
   };
-  const backlog = options.shedAfterMs ? new UdpBacklog(options.shedAfterMs) : undefined;
+  const backlog = options.shedAfterMs
+    ? new UdpBacklog(options.shedAfterMs, udpQueueReader(options.host, port, family))
+    : undefined;
   udp.on('message', (msg, rinfo) => {
     // Draining: a socket alone on its port drops what comes (nothing else would answer it, and the
     // drain must end). One in a SO_REUSEPORT group keeps answering until it closes: the kernel

@@ -45,7 +45,7 @@ export const isolationFlags = () => ({
     { min: 0, max: 1000 },
   ),
   'shed-after': flag.duration(
-    'drop UDP queries unread once the socket has had a backlog this long (its queue never emptied), until it empties; 0 = never',
+    'drop UDP queries unread once the queue waiting in the kernel would take this long to drain, until it empties; 0 = never',
     500,
   ),
   'jostle-timeout': flag.duration(
