@@ -25,7 +25,7 @@ function forwardUnderTest(forward: ForwardOptions, flags: string[], forwardMax =
 
 /**
  * Upstreams where `held(server)` servers never answer until the test releases them, honouring the
- * asker's signal as the real exchanges do; the others answer at once.
+ * asker's cancellation as the real exchanges do; the others answer at once.
  */
 function holdingUpstreams(held: (server: string) => boolean) {
   const up = fakeUpstreams((_server, name) => ({ answers: [A(name, '192.0.2.9')] }));
@@ -38,9 +38,9 @@ function holdingUpstreams(held: (server: string) => boolean) {
     return new Promise((resolve, reject) => {
       const entry = { server: id, release: () => resolve(answer(server, query, exchange)) };
       waiting.push(entry);
-      exchange.signal?.addEventListener('abort', () => {
+      exchange.cancel?.listen((reason) => {
         waiting.splice(waiting.indexOf(entry), 1);
-        reject(exchange.signal?.reason);
+        reject(reason);
       });
     });
   };

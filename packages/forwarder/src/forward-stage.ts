@@ -77,7 +77,7 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       dnssecOk: q.edns?.dnssecOk ?? false,
       checkingDisabled: q.cd,
     };
-    const forward = { ...this.deps.forward, signal: slot.signal };
+    const forward = { ...this.deps.forward, cancel: slot.cancel };
     const asked = resolveQuestion(routes, route, question, forward).then(
       (resolved) => {
         request.resolved = resolved;

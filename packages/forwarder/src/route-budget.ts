@@ -1,4 +1,5 @@
 import { ClusterDnsError } from '@cluster-dns/runtime';
+import { Cancellation } from '@cluster-dns/wire';
 import type { Route } from './route-table.js';
 
 /** Why a question was given up before its servers answered: a newer one took its place. */
@@ -16,15 +17,15 @@ export class QueryJostledError extends ClusterDnsError {
 
 /** A question's place in its route's share, held until it settles. */
 export interface BudgetSlot {
-  /** Aborts when a newer question pushes this one out (the exchange then ends at once). */
-  readonly signal: AbortSignal;
+  /** Cancelled when a newer question pushes this one out (the exchange then ends at once). */
+  readonly cancel: Cancellation;
   /** Gives the place back; safe to call twice, and after being pushed out. */
   release(): void;
 }
 
 interface Entry {
   readonly startedMs: number;
-  readonly controller: AbortController;
+  readonly cancel: Cancellation;
 }
 
 /** What the budget counts per route, by the route's domain ('.' for the default upstreams). */
@@ -74,13 +75,13 @@ export class RouteBudget {
       }
       share.delete(oldest);
       bump(this.counts.jostled, key);
-      oldest.controller.abort(new QueryJostledError(key, waitedMs));
+      oldest.cancel.cancel(new QueryJostledError(key, waitedMs));
     }
-    const entry: Entry = { startedMs: nowMs, controller: new AbortController() };
+    const entry: Entry = { startedMs: nowMs, cancel: new Cancellation() };
     share.add(entry);
     const owner = share;
     return {
-      signal: entry.controller.signal,
+      cancel: entry.cancel,
       release: () => {
         if (!owner.delete(entry) || owner.size > 0) return;
         // An empty share is dropped: routes removed by a config reload leave nothing behind.

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ClusterDnsError, type HostPort } from '@cluster-dns/runtime';
 import {
-  abortReason,
+  type Cancellation,
   compareQuestion,
   type ExchangeOptions,
   encodeOptRecord,
@@ -52,8 +52,8 @@ export interface ForwardOptions {
   /** --dns-0x20: ask in a random case, and check that the reply echoes it. */
   randomCase: boolean;
   now: () => number;
-  /** The question's place in its route's share: aborts when a newer question pushes it out. */
-  signal?: AbortSignal;
+  /** The question's place in its route's share: cancelled when a newer question pushes it out. */
+  cancel?: Cancellation;
 }
 
 let casePool = randomBytes(0);
@@ -147,10 +147,10 @@ export async function forwardQuery(
   let lastError: unknown;
   const { stats } = options;
   const viaTcp = options.exchangeTcp ?? oneShotTcp;
-  const { signal } = options;
+  const { cancel } = options;
   for (const server of servers) {
     // Pushed out of its share: no other server is tried, the asker is told why.
-    if (signal?.aborted) throw abortReason(signal);
+    if (cancel?.reason) throw cancel.reason;
     const id = serverText(server);
     if (options.disabled.has(id)) continue;
     const left = deadline - performance.now();
@@ -161,7 +161,7 @@ export async function forwardQuery(
     const onRejected = (reason: RejectReason) => stats.rejected(id, reason);
     const started = performance.now();
     try {
-      const first = { timeoutMs: Math.min(options.timeoutMs, left), onRejected, ...(signal ? { signal } : {}) };
+      const first = { timeoutMs: Math.min(options.timeoutMs, left), onRejected, ...(cancel ? { cancel } : {}) };
       // No 0x20 over TCP: a connection's sequence numbers already defeat blind spoofing.
       let reply = forceTcp
         ? await viaTcp(server, buildUpstreamQuery(q), first)
@@ -171,7 +171,7 @@ export async function forwardQuery(
         reply = await oneShotTcp(server, buildUpstreamQuery(q), {
           timeoutMs: Math.max(1, Math.min(options.timeoutMs, deadline - performance.now())),
           onRejected,
-          ...(signal ? { signal } : {}),
+          ...(cancel ? { cancel } : {}),
         });
       }
       const rcode = reply.readUInt16BE(2) & RCODE_MASK;
@@ -184,7 +184,7 @@ export async function forwardQuery(
       return reply;
     } catch (error) {
       // Given up by us, not failed by the server: not counted against it.
-      if (signal?.aborted) throw abortReason(signal);
+      if (cancel?.reason) throw cancel.reason;
       counts.failures++;
       lastError = error;
       stats.tried(id, undefined, (performance.now() - started) / 1000);

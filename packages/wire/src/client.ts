@@ -2,7 +2,7 @@ import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { whenAborted } from './abort.js';
+import { type Cancellation, whenCancelled } from './cancellation.js';
 import { FLAG, HEADER_BYTES, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError } from './errors.js';
 import { buildQueryMessage, type DecodedMessage, decodeMessage, encodeMessage } from './message.js';
@@ -19,8 +19,8 @@ export interface ExchangeOptions {
   timeoutMs?: number;
   /** Told about each reply dropped as a possible spoof; the wait goes on. */
   onRejected?: (reason: RejectReason) => void;
-  /** Gives up at once when it aborts (rejecting with its reason), freeing the socket. */
-  signal?: AbortSignal;
+  /** Gives up at once when cancelled (rejecting with its reason), freeing the socket. */
+  cancel?: Cancellation;
   /** The source address to send from (tests play several clients from 127.0.0.0/8). */
   localAddress?: string;
 }
@@ -62,7 +62,7 @@ function exchangeUdp(server: DnsServer, query: Buffer, timeoutMs: number, option
       else resolve(reply as Buffer);
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
-    detach = whenAborted(options.signal, finish);
+    detach = whenCancelled(options.cancel, finish);
     if (done) return;
     socket.on('error', (error) => finish(error));
     socket.on('message', (reply, rinfo) => {
@@ -132,7 +132,7 @@ function tcpMessages(
   server: DnsServer,
   query: Buffer,
   timeoutMs: number,
-  from: Pick<ExchangeOptions, 'signal' | 'localAddress'>,
+  from: Pick<ExchangeOptions, 'cancel' | 'localAddress'>,
   onReply: (reply: Buffer) => boolean,
 ): Promise<void> {
   const timeoutError = new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs);
@@ -156,7 +156,7 @@ function tcpMessages(
       else resolve();
     };
     const timer = setTimeout(() => finish(timeoutError), timeoutMs);
-    detach = whenAborted(from.signal, finish);
+    detach = whenCancelled(from.cancel, finish);
     socket.on('error', (error) => finish(error));
     socket.on('close', () => finish(new ConnectionClosedError(`${server.host}:${server.port}`)));
     socket.on('connect', () => {

@@ -1,4 +1,4 @@
-export { abortReason, whenAborted } from './abort.js';
+export { Cancellation, whenCancelled } from './cancellation.js';
 export {
   type DnsServer,
   type ExchangeOptions,

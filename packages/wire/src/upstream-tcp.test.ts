@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Cancellation } from './cancellation.js';
 import { QTYPE, RCODE } from './constants.js';
 import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
 import { parseQuery } from './query.js';
@@ -123,13 +124,13 @@ describe('createUpstreamTcp', () => {
     expect(seen.queries).toBe(3);
   });
 
-  it('gives up a query at once when its signal aborts, freeing its slot on the kept connection', async () => {
+  it('gives up a query at once when it is cancelled, freeing its slot on the kept connection', async () => {
     const { at, seen } = await tcpServer({ delayMs: () => 60_000 });
     const p = pool({ maxInFlightPerConnection: 1, maxConnectionsPerServer: 1 });
-    const asker = new AbortController();
-    const held = p.exchange(at, query('held.example.org'), { timeoutMs: 60_000, signal: asker.signal });
+    const asker = new Cancellation();
+    const held = p.exchange(at, query('held.example.org'), { timeoutMs: 60_000, cancel: asker });
     const reason = new Error('pushed out');
-    asker.abort(reason);
+    asker.cancel(reason);
     await expect(held).rejects.toBe(reason);
     // The one slot is free again: the next query goes out on the same connection.
     const next = p.exchange(at, query('next.example.org'), { timeoutMs: 200 });

@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import net from 'node:net';
-import { whenAborted } from './abort.js';
+import { type Cancellation, whenCancelled } from './cancellation.js';
 import { randomQueryId } from './client.js';
 import { FLAG, RCODE_MASK } from './constants.js';
 import { ConnectionClosedError, DnsTimeoutError, PoolClosedError } from './errors.js';
@@ -20,7 +20,7 @@ export interface UpstreamTcp {
   exchange(
     server: { host: string; port: number },
     query: Buffer,
-    options: { timeoutMs?: number; onRejected?: (reason: RejectReason) => void; signal?: AbortSignal },
+    options: { timeoutMs?: number; onRejected?: (reason: RejectReason) => void; cancel?: Cancellation },
   ): Promise<Buffer>;
   /**
    * A query answered in several messages (a zone transfer) on a kept connection: `onMessage` gets
@@ -219,7 +219,7 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
     timeoutMs: number,
     onRejected: ((reason: RejectReason) => void) | undefined,
     more: ((reply: Buffer) => boolean) | undefined,
-    signal?: AbortSignal,
+    cancel?: Cancellation,
   ): Promise<Buffer> => {
     if (closed) return Promise.reject(new PoolClosedError());
     const key = `${server.host}#${server.port}`;
@@ -245,7 +245,7 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
         more,
         received: false,
       };
-      // Given up (the deadline, or the asker's signal): its slot on the connection is freed, and a
+      // Given up (the deadline, or the asker's cancellation): its slot on the connection is freed, and a
       // late reply is dropped.
       const giveUp = (error: Error) => {
         const id = own.readUInt16BE(0);
@@ -258,8 +258,8 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
         () => giveUp(new DnsTimeoutError(`${server.host}:${server.port}/tcp`, timeoutMs)),
         timeoutMs,
       );
-      detach = whenAborted(signal, giveUp);
-      if (signal?.aborted) return;
+      detach = whenCancelled(cancel, giveUp);
+      if (cancel?.cancelled) return;
       send(server, key, p);
     });
   };
@@ -280,7 +280,7 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
         exchangeOptions.timeoutMs ?? 2000,
         exchangeOptions.onRejected,
         undefined,
-        exchangeOptions.signal,
+        exchangeOptions.cancel,
       );
     },
     async stream(server, query, streamOptions) {

@@ -1,5 +1,6 @@
 import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Cancellation } from './cancellation.js';
 import { QTYPE, RCODE } from './constants.js';
 import { buildQueryMessage, decodeMessage, encodeMessage } from './message.js';
 import { parseQuery } from './query.js';
@@ -50,18 +51,18 @@ async function silent() {
 }
 
 describe('createUpstreamUdp', () => {
-  it('gives up a query at once when its signal aborts, closing its socket, with the signal’s reason', async () => {
+  it('gives up a query at once when it is cancelled, closing its socket, with the cancellation’s reason', async () => {
     const { server: s } = await silent();
     const udp = createUpstreamUdp();
-    const asker = new AbortController();
-    const asked = udp.exchange(s, query('held.example.org'), { timeoutMs: 60_000, signal: asker.signal });
+    const asker = new Cancellation();
+    const asked = udp.exchange(s, query('held.example.org'), { timeoutMs: 60_000, cancel: asker });
     expect(udp.open()).toBe(1);
     const reason = new Error('pushed out');
-    asker.abort(reason);
+    asker.cancel(reason);
     await expect(asked).rejects.toBe(reason);
     expect(udp.open()).toBe(0);
     // Aborted before it was sent: no socket at all.
-    await expect(udp.exchange(s, query('late.example.org'), { signal: asker.signal })).rejects.toBe(reason);
+    await expect(udp.exchange(s, query('late.example.org'), { cancel: asker })).rejects.toBe(reason);
     expect(udp.open()).toBe(0);
   });
 

@@ -15,16 +15,23 @@ export const isolationFlags = () => ({
     2000,
     { min: 0, max: 10_000_000 },
   ),
-  'client-burst': flag.int('UDP queries a client may send at once above its rate', 4000, { min: 1, max: 10_000_000 }),
+  'client-burst': flag.int('UDP queries a client may send at once, saved up while it asks less than its rate', 2000, {
+    min: 1,
+    max: 10_000_000,
+  }),
   'client-tcp-qps': flag.int(
     'TCP queries a second each client address may send (node caches send their misses over TCP); 0 = no limit',
     20_000,
     { min: 0, max: 10_000_000 },
   ),
-  'client-tcp-burst': flag.int('TCP queries a client may send at once above its rate', 40_000, {
-    min: 1,
-    max: 10_000_000,
-  }),
+  'client-tcp-burst': flag.int(
+    'TCP queries a client may send at once, saved up while it asks less than its rate',
+    20_000,
+    {
+      min: 1,
+      max: 10_000_000,
+    },
+  ),
   'client-slip': flag.int(
     'past its rate, every Nth UDP query of a client gets TC (so a real client asks again over TCP) instead of REFUSED; 0 = REFUSED only',
     2,
