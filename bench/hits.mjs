@@ -41,20 +41,20 @@ async function startCeiling(reply, plain = false) {
 
 /**
  * An older checkout's forwarder (its packages/forwarder/dist/main.js, built), with the flags it
- * knows: one that predates a flag is started again without the flags it refused.
+ * knows: one that predates a flag is started again without each flag it refused.
  */
 export async function startBaseline(dir, args) {
   const script = join(dir, 'packages/forwarder/dist/main.js');
-  try {
-    return await startOurs('forwarder', args, SERVER_CORE, {}, script);
-  } catch {
-    return startOurs(
-      'forwarder',
-      args.filter((a) => !a.startsWith('--metrics')),
-      SERVER_CORE,
-      {},
-      script,
-    );
+  let left = args;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await startOurs('forwarder', left, SERVER_CORE, {}, script);
+    } catch (error) {
+      const refused = /unknown flag:? (-{1,2}[\w-]+)/.exec(String(error))?.[1];
+      if (attempt > 20) throw error;
+      // The oldest checkouts named no flag: they predate --metrics-port.
+      left = refused ? left.filter((a) => a.split('=')[0] !== refused) : left.filter((a) => !a.startsWith('--metrics'));
+    }
   }
 }
 

@@ -1,9 +1,9 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
-// beside ours, interleaved in the same rounds (cases 1 and 3): "no regression" is measured, not
-// remembered.
+// beside ours, interleaved in the same rounds (cases 1 and 3), and under the same attacks (case
+// 10): "no regression" and "before" are measured, not remembered.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
 import { runFanout } from './fanout.mjs';
 import { baselineName, runHitCeiling, runMissRounds, startBaseline } from './hits.mjs';
+import { runIsolation } from './isolation.mjs';
 import {
   LOAD_CORE,
   machine,
@@ -64,11 +65,11 @@ if (!tools.taskset) notes.push('taskset not found: processes are not pinned to c
 if (!tools.nsd) notes.push('nsd not installed: the record-builder is compared with the 25k QPS floor instead.');
 
 /** testkit's API server holding `objects`, and the record-builder on it, on free loopback ports. */
-async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env = {} } = {}) {
+async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env = {}, rbArgs = [] } = {}) {
   const api = await startApiServer({ objects, ...apiOptions });
   const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
-  const rb = await startOurs('record-builder', recordBuilderArgs(kubeconfig), core, env);
+  const rb = await startOurs('record-builder', recordBuilderArgs(kubeconfig, rbArgs), core, env);
   const stop = async () => {
     await rb.stop();
     await api.close();
@@ -76,9 +77,15 @@ async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env 
   return { api, rb, stop };
 }
 
-/** The forwarder's flags with one `--server` route (`/cluster.local/ip#port` or `ip#port`), plus `extra`. */
+/**
+ * The forwarder's flags with one `--server` route (`/cluster.local/ip#port` or `ip#port`), plus
+ * `extra`. The per-client limits are off: the load here comes from one address and stands for a
+ * cluster's many pods (case 10 is where one client is one pod).
+ */
 const forwarderArgs = (server, extra) => [
   '-k',
+  '--client-qps=0',
+  '--client-tcp-qps=0',
   '--no-resolv',
   '--listen-address=127.0.0.1',
   '--port=0',
@@ -185,7 +192,11 @@ if ([1, 2, 3, 4].some(want)) {
       {
         name: 'cluster-dns',
         start: async (upstream) => {
-          const f = await startOurs('forwarder', forwarderArgs(upstream, ['--cache-size=0']));
+          // The test upstream stands for a server off the host: a socket per query, as those get.
+          const f = await startOurs(
+            'forwarder',
+            forwarderArgs(upstream, ['--cache-size=0', '--kept-loopback-sockets=false']),
+          );
           return { pid: f.pid, port: f.ready.port, stop: f.stop };
         },
       },
@@ -265,6 +276,16 @@ if (want(8)) await runCacheMemory({ row, forwarderArgs });
 
 // ---- case 9: push to 1,000 node caches at 100 changes/s: the record-builder's cost, propagation (bench/fanout.mjs)
 if (want(9)) await runFanout({ row, seconds: quick ? 5 : seconds });
+
+// ---- case 10: one misbehaving client against the others (bench/isolation.mjs)
+if (want(10))
+  await runIsolation({
+    row,
+    notes,
+    startCluster: (objects, options) => startCluster(objects, { ...options, core: LOAD_CORE }),
+    seconds: quick ? 5 : seconds,
+    baselines,
+  });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);

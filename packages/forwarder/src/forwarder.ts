@@ -113,7 +113,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const upstreams = new UpstreamStats((server, reason) =>
     log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason }),
   );
-  const upstreamUdp = createUpstreamUdp();
+  const upstreamUdp = createUpstreamUdp({ keepLoopback: options.keptLoopbackSockets });
   // force_tcp routes (node-local mode): kept, pipelined connections, closed after 10 s idle as
   // CoreDNS's forward does, before the 30 s after which our own Pod side closes them.
   const upstreamTcp = createUpstreamTcp({ idleTimeoutMs: 10_000 });

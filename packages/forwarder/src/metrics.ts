@@ -222,11 +222,12 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   labelledFrom(
     registry,
     'clusterdns_forwarder_limited_total',
-    'Queries and answers not served as asked to keep one client from taking DNS from the others, by reason: client_refused and client_truncated (--client-qps, --client-tcp-qps), rrl_dropped and rrl_truncated (--rrl-responses-per-second), shed (--shed-after).',
+    'Queries and answers not served as asked to keep one client from taking DNS from the others, by reason: client_refused, client_truncated and client_dropped (--client-qps, --client-tcp-qps), rrl_dropped and rrl_truncated (--rrl-responses-per-second), shed (--shed-after).',
     ['reason'],
     () => [
       [{ reason: 'client_refused' }, door.counts.clientRefused],
       [{ reason: 'client_truncated' }, door.counts.clientTruncated],
+      [{ reason: 'client_dropped' }, door.counts.clientDropped],
       [{ reason: 'rrl_dropped' }, door.counts.rrlDropped],
       [{ reason: 'rrl_truncated' }, door.counts.rrlTruncated],
       [{ reason: 'shed' }, sources.shed()],

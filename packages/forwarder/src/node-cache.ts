@@ -149,6 +149,8 @@ export async function nodeCacheForwarder(
     forwardMax: plan.forwardMax ?? 2000,
     isolation: toIsolationOptions(values),
     loopDetect: plan.loopDetect,
+    // The node's own resolver on loopback (systemd-resolved's 127.0.0.53) is asked over kept sockets.
+    keptLoopbackSockets: true,
     randomCase: false,
     logQueries: plan.logQueries,
     configDir: kubeDnsDir,

@@ -63,6 +63,10 @@ export const forwarderFlags = {
   'dns-0x20': flag.bool(
     'ask upstreams in a random case (0x20) and drop replies that do not echo it; a server that does not is asked in plain case for an hour',
   ),
+  'kept-loopback-sockets': flag.bool(
+    'ask upstreams on loopback (127.0.0.0/8, ::1: the record-builder in the Pod) over four kept sockets each, not a socket of its own per query: nobody off the host can forge a reply there, and a socket per miss was a third of its cost',
+    { defaultValue: true },
+  ),
   'dns-loop-detect': flag.bool(
     'send a probe through each upstream at start and on config change; disable any that loops back here',
   ),
@@ -157,6 +161,8 @@ export interface ForwarderOptions {
   /** What one client may take from the others: rate limits, shedding, route shares' jostling, the subdomain guard. */
   readonly isolation: IsolationOptions;
   readonly loopDetect: boolean;
+  /** Ask loopback upstreams over kept sockets (--kept-loopback-sockets). */
+  readonly keptLoopbackSockets: boolean;
   /** --dns-0x20: randomise the case of names sent upstream, and check the reply echoes it. */
   readonly randomCase: boolean;
   readonly logQueries: boolean;
@@ -212,6 +218,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     forwardMax: values['dns-forward-max'],
     isolation: toIsolationOptions(values),
     loopDetect: values['dns-loop-detect'],
+    keptLoopbackSockets: values['kept-loopback-sockets'],
     randomCase: values['dns-0x20'],
     logQueries: values['log-queries'],
     configDir: values['config-dir'],

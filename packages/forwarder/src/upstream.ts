@@ -40,7 +40,7 @@ export interface UpstreamQuestion {
 }
 
 export interface ForwardOptions {
-  /** Sends one UDP query (wire's createUpstreamUdp: a socket of its own per query). */
+  /** Sends one UDP query (wire's createUpstreamUdp: a socket of its own per query, kept ones on loopback). */
   exchangeUdp: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;
   /** Sends one query over TCP for routes that force it (wire's createUpstreamTcp: kept connections); a new connection per query when unset. */
   exchangeTcp?: (server: HostPort, query: Buffer, options: ExchangeOptions) => Promise<Buffer>;

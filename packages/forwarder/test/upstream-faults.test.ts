@@ -74,10 +74,18 @@ describe('upstream faults: failing servers', () => {
   });
 });
 
+// The test upstream plays a server off the host: a socket per query, as those get
+// (--kept-loopback-sockets=false; servers on loopback get kept sockets, which no one off the host
+// can reach).
 describe('upstream faults: forged replies', () => {
   it('gives an attacker who learns our source ports nothing: forged replies sprayed at them reach no socket of ours', async () => {
     const up = await upstream({ records: { 'victim.example.org.': [A('192.0.2.10')] }, negativeTtl: 0 });
-    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=30s', '--forward-deadline=30s']);
+    const f = await startForwarder([
+      `--server=${up.address}`,
+      '--upstream-timeout=30s',
+      '--forward-deadline=30s',
+      '--kept-loopback-sockets=false',
+    ]);
     // The attacker asks names of a domain it controls through us, and reads the source ports.
     for (let i = 0; i < 20; i++) await f.query(`n${i}.attacker.example.org`, QTYPE.A);
     const learned = new Set(up.queries.map((q) => q.port));
@@ -112,7 +120,12 @@ describe('upstream faults: forged replies', () => {
 
   it('takes none of 65,536 forged replies sprayed at an outstanding query, and counts them', async () => {
     const up = await upstream({ records, spoof: 'spray' });
-    const f = await startForwarder([`--server=${up.address}`, '--upstream-timeout=3s', '--forward-deadline=4s']);
+    const f = await startForwarder([
+      `--server=${up.address}`,
+      '--upstream-timeout=3s',
+      '--forward-deadline=4s',
+      '--kept-loopback-sockets=false',
+    ]);
     const reply = await f.query('a.example.org', QTYPE.A, { timeoutMs: 8000 });
     expect(reply.flags.rcode).toBe(RCODE.NOERROR);
     expect(reply.answers.map((a) => a.address)).toEqual(['192.0.2.1']);

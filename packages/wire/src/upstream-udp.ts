@@ -1,11 +1,11 @@
 import type { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
-import net from 'node:net';
 import { whenCancelled } from './cancellation.js';
 import type { DnsServer, ExchangeOptions } from './client.js';
 import { DnsTimeoutError, PoolClosedError } from './errors.js';
 import { literalLookup } from './listener.js';
 import { checkReply, questionEndOf } from './reply-check.js';
+import { createKeptUdp, isLoopback } from './upstream-udp-kept.js';
 
 export interface UpstreamUdp {
   /**
@@ -15,7 +15,7 @@ export interface UpstreamUdp {
    * when cancelled, or PoolClosedError after close().
    */
   exchange(server: DnsServer, query: Buffer, options?: ExchangeOptions): Promise<Buffer>;
-  /** Sockets open now: one per query in flight. */
+  /** Sockets open now: one per query in flight, and the kept ones for loopback servers. */
   open(): number;
   /** Fails every query in flight and refuses new ones. */
   close(): void;
@@ -34,15 +34,20 @@ interface InFlight {
  * an ID (some 2^30 combinations); a port an attacker learns by sending its own queries through us
  * is closed before it could learn it. (A pool of 32 long-lived sockets, the earlier design, left
  * 2^21.) A socket costs less than the checks every reply needs anyway: see `pnpm bench`, case 3.
+ * With `keepLoopback`, servers on loopback, which no one off the host can forge for, are asked over
+ * a few kept sockets instead (upstream-udp-kept.ts).
  */
-export function createUpstreamUdp(): UpstreamUdp {
+export function createUpstreamUdp(settings: { keepLoopback?: boolean } = {}): UpstreamUdp {
   const inFlight = new Set<InFlight>();
   let closed = false;
   const lookups = { 4: literalLookup(4), 6: literalLookup(6) };
+  // Servers on loopback (the record-builder in the Pod): a few kept sockets (upstream-udp-kept.ts).
+  const kept = settings.keepLoopback ? createKeptUdp() : undefined;
 
   return {
     exchange(server, query, options = {}) {
       if (closed) return Promise.reject(new PoolClosedError());
+      if (kept !== undefined && isLoopback(server.host)) return kept.exchange(server, query, options);
       if (options.cancel?.reason) return Promise.reject(options.cancel.reason);
       const timeoutMs = options.timeoutMs ?? 2000;
       // Servers are IP literals: a colon tells the family (net.isIPv6's regular expression cost a
@@ -84,9 +89,10 @@ export function createUpstreamUdp(): UpstreamUdp {
         socket.send(query, server.port, server.host);
       });
     },
-    open: () => inFlight.size,
+    open: () => inFlight.size + (kept?.sockets() ?? 0),
     close() {
       closed = true;
+      kept?.close();
       for (const entry of [...inFlight]) entry.fail(new PoolClosedError());
     },
   };

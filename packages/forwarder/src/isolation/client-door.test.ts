@@ -54,6 +54,32 @@ describe('the client door: fairness between clients', () => {
     expect(door.admit(query(8), '10.0.0.1', 'udp')).toBeUndefined();
   });
 
+  it('drops the excess of a client still over its rate a second on (a flood), every second one still a TC', () => {
+    const { door, clock } = doorAt({ qps: 10, burst: 1 });
+    door.admit(query(1), '10.0.0.1', 'udp');
+    expect(decodeMessage(door.admit(query(2), '10.0.0.1', 'udp') as Buffer).flags.rcode).toBe(RCODE.REFUSED);
+    // Asking faster than 10 a second for a second and more: no token, ever.
+    for (let ms = 10; ms < 1000; ms += 10) {
+      clock.ms = ms;
+      door.admit(query(3), '10.0.0.1', 'udp');
+      door.admit(query(4), '10.0.0.1', 'udp');
+    }
+    clock.ms = 1005;
+    const after = [5, 6, 7, 8].map((id) => door.admit(query(id), '10.0.0.1', 'udp'));
+    expect(after.map((r) => (r === null ? 'dropped' : decodeMessage(r as Buffer).flags.tc ? 'tc' : 'refused'))).toEqual(
+      ['dropped', 'tc', 'dropped', 'tc'],
+    );
+    expect(door.counts.clientDropped).toBe(2);
+    // Over TCP, where the address is proven, the excess is refused, never dropped.
+    const tcp = doorAt({ tcpQps: 10, tcpBurst: 1 });
+    for (let ms = 0; ms <= 1100; ms += 10) {
+      tcp.clock.ms = ms;
+      tcp.door.admit(query(1), '10.0.0.1', 'tcp');
+      tcp.door.admit(query(2), '10.0.0.1', 'tcp');
+    }
+    expect(tcp.door.counts.clientDropped).toBe(0);
+  });
+
   it('keeps TCP in a bucket of its own, without TC: a client told to retry over TCP is served there', () => {
     const { door } = doorAt();
     for (let id = 1; id <= 4; id++) door.admit(query(id), '10.0.0.1', 'udp');

@@ -34,17 +34,25 @@ export interface ClientLimits {
 export interface ClientDoorCounts {
   clientRefused: number;
   clientTruncated: number;
+  clientDropped: number;
   rrlDropped: number;
   rrlTruncated: number;
 }
 
 /** Addresses (and address-question pairs) tracked at most, each kind: bounded memory, whatever the sources. */
 export const MAX_TRACKED_KEYS = 65_536;
+/**
+ * A client over its rate this long without a break is flooding, not bursting: its excess is then
+ * dropped (each refusal was a send, the most a query costs here), the slips still answered.
+ */
+export const FLOOD_AFTER_MS = 1000;
 
 /**
  * Fairness between clients, before anything reads their queries (wire's Door). Each source
  * address has a token bucket per transport: past it, a query gets REFUSED, or now and then
- * (`slip`) a TC reply, so a real client that merely burst asks again over TCP and is served. The
+ * (`slip`) a TC reply, so a real client that merely burst asks again over TCP and is served. A
+ * client still over its rate FLOOD_AFTER_MS later (refused at least once a second since) is flooding: its excess is dropped from then on
+ * (BIND's response rate limiting does the same), every `slip`-th still a TC. The
  * answers themselves are rate limited too, per address and question, when they are large
  * (response rate limiting against reflection: a spoofed source gets few of them, and now and then
  * a TC it cannot act on). Queries are not parsed: the address is the key, and a refusal is made
@@ -52,7 +60,13 @@ export const MAX_TRACKED_KEYS = 65_536;
  * over its rate is dropped.
  */
 export class ClientDoor implements Door {
-  readonly counts: ClientDoorCounts = { clientRefused: 0, clientTruncated: 0, rrlDropped: 0, rrlTruncated: 0 };
+  readonly counts: ClientDoorCounts = {
+    clientRefused: 0,
+    clientTruncated: 0,
+    clientDropped: 0,
+    rrlDropped: 0,
+    rrlTruncated: 0,
+  };
   private readonly udp: TokenBuckets;
   private readonly tcp: TokenBuckets;
   private readonly answers: TokenBuckets;
@@ -77,12 +91,18 @@ export class ClientDoor implements Door {
     const udp = transport === 'udp';
     const rate = udp ? this.limits.qps : this.limits.tcpQps;
     if (rate === 0) return undefined;
-    const refusedInRow = (udp ? this.udp : this.tcp).take(address, this.now());
-    if (refusedInRow === 0) return undefined;
+    const buckets = udp ? this.udp : this.tcp;
+    const nowMs = this.now();
+    const refused = buckets.take(address, nowMs);
+    if (refused === 0) return undefined;
+    const slip = udp && this.limits.slip > 0 && refused % this.limits.slip === 0;
+    if (!slip && udp && buckets.overForMs >= FLOOD_AFTER_MS) {
+      this.counts.clientDropped++;
+      return null;
+    }
     // A response, another opcode, a malformed message: never answered from here (a reply to a
     // reply could bounce between two servers); the client is over its rate anyway.
     if (!readPlainQuery(message, this.question)) return null;
-    const slip = udp && this.limits.slip > 0 && refusedInRow % this.limits.slip === 0;
     if (slip) this.counts.clientTruncated++;
     else this.counts.clientRefused++;
     return answerPlainRefusal(message, this.question, RCODE.REFUSED, {
@@ -99,9 +119,9 @@ export class ClientDoor implements Door {
     if (questionEnd < 0) return reply;
     // The question as it goes, in one case: a client cannot dodge the limit by varying it (0x20).
     const key = `${address}|${latin1Of(reply, HEADER_BYTES, questionEnd).toLowerCase()}`;
-    const refusedInRow = this.answers.take(key, this.now());
-    if (refusedInRow === 0) return reply;
-    if (rrlSlip > 0 && refusedInRow % rrlSlip === 0) {
+    const refused = this.answers.take(key, this.now());
+    if (refused === 0) return reply;
+    if (rrlSlip > 0 && refused % rrlSlip === 0) {
       this.counts.rrlTruncated++;
       return truncateToQuestion(reply, questionEnd);
     }

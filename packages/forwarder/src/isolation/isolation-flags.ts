@@ -11,7 +11,7 @@ import type { SubdomainGuardOptions } from './subdomain-guard-stage.js';
  */
 export const isolationFlags = () => ({
   'client-qps': flag.int(
-    'UDP queries a second each client address may send; past it (and its burst), REFUSED, every --client-slip-th one TC instead; 0 = no limit',
+    'UDP queries a second each client address may send; past it (and its burst), REFUSED, every --client-slip-th one TC instead, and dropped once it has been over for a second; 0 = no limit',
     2000,
     { min: 0, max: 10_000_000 },
   ),
@@ -53,7 +53,7 @@ export const isolationFlags = () => ({
   ),
   'shed-after': flag.duration(
     'drop UDP queries unread once the queue waiting in the kernel would take this long to drain, until it empties; 0 = never',
-    500,
+    1000,
   ),
   'jostle-timeout': flag.duration(
     'when a route’s share of in-flight questions is full, a new one pushes out the one that has waited this long or longer (its asker gets SERVFAIL), as Unbound’s jostle-timeout',

@@ -1,9 +1,17 @@
-/** One key's bucket: tokens left at `lastMs`, and how many takes it has refused in a row. */
+/**
+ * One key's bucket: tokens left at `lastMs`; how many takes it has refused in all; and since when
+ * it has been over its rate, refused at least once a second.
+ */
 interface Bucket {
   tokens: number;
   lastMs: number;
   refused: number;
+  overSinceMs: number;
+  lastRefusedMs: number;
 }
+
+/** A key not refused for this long is back under its rate. */
+const QUIET_MS = 1000;
 
 /**
  * Token buckets by key (a client's address; an address and a question): `ratePerSecond` tokens
@@ -13,6 +21,8 @@ interface Bucket {
  */
 export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
+  /** Set by each take that refused: how long that key has been over its rate (refused at least once a second). */
+  overForMs = 0;
 
   constructor(
     private readonly ratePerSecond: number,
@@ -21,14 +31,15 @@ export class TokenBuckets {
   ) {}
 
   /**
-   * Takes a token from `key`'s bucket at `nowMs`: 0 when it had one, else how many takes in a row
-   * it has now refused (1, 2, …): what a slip counts.
+   * Takes a token from `key`'s bucket at `nowMs`: 0 when it had one, else how many takes of this
+   * key have been refused so far (1, 2, …): what a slip counts. After a refusal, `overForMs` says
+   * how long the key has been over its rate.
    */
   take(key: string, nowMs: number): number {
     let bucket = this.buckets.get(key);
     if (bucket === undefined) {
       if (this.buckets.size >= this.maxKeys) this.forgetOldest();
-      bucket = { tokens: this.burst, lastMs: nowMs, refused: 0 };
+      bucket = { tokens: this.burst, lastMs: nowMs, refused: 0, overSinceMs: 0, lastRefusedMs: -QUIET_MS };
       this.buckets.set(key, bucket);
     } else if (nowMs > bucket.lastMs) {
       bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.lastMs) * this.ratePerSecond) / 1000);
@@ -36,10 +47,12 @@ export class TokenBuckets {
     }
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
-      bucket.refused = 0;
       return 0;
     }
-    bucket.refused++;
+    if (nowMs - bucket.lastRefusedMs >= QUIET_MS) bucket.overSinceMs = nowMs;
+    bucket.lastRefusedMs = nowMs;
+    bucket.refused = (bucket.refused + 1) | 0 || 1;
+    this.overForMs = nowMs - bucket.overSinceMs;
     return bucket.refused;
   }
 
