@@ -105,6 +105,30 @@ describe('the ConfigMap reloader, without files', () => {
     expect(r.reloader.routes().routeFor(toFqdn('db.acme.local')).kind).toBe('stub');
   });
 
+  it('takes clientLimits from the ConfigMap over the flags’ while the key is there, and refuses a bad one', async () => {
+    const r = reloaderUnderTest();
+    const told: unknown[] = [];
+    let version = 0;
+    const reloader = createConfigReloader({
+      read: async () => ({ version: `v${++version}`, data: new Map(data), resolvConf: [] }),
+      rules: [],
+      log: createSilentLogger(),
+      onLimits: (limits) => told.push(limits),
+    });
+    let data: Array<[string, string]> = [['clientLimits', '{"qps": 500, "burst": 250}']];
+    expect(await reloader.reload()).toBe('applied');
+    expect(reloader.clientLimits()).toEqual({ qps: 500, burst: 250 });
+    data = [['clientLimits', '{"qps": 500, "bursts": 250}']];
+    expect(await reloader.reload()).toBe('invalid');
+    expect(reloader.clientLimits()).toEqual({ qps: 500, burst: 250 });
+    data = [['clientLimits', '{"qps": -1}']];
+    expect(await reloader.reload()).toBe('invalid');
+    data = [];
+    expect(await reloader.reload()).toBe('applied');
+    expect(told).toEqual([{ qps: 500, burst: 250 }, {}]);
+    expect(r.reloader.clientLimits()).toEqual({});
+  });
+
   it('keeps the last good config when the folder cannot be read', async () => {
     const r = reloaderUnderTest();
     r.serve('good', stubs('10.1.1.1'));

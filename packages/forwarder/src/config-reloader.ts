@@ -1,4 +1,4 @@
-import { ConfigError, type HostPort, type Logger, parseKubeDnsConfig } from '@cluster-dns/runtime';
+import { type ClientLimits, ConfigError, type HostPort, type Logger, parseKubeDnsConfig } from '@cluster-dns/runtime';
 import type { RawConfig } from './config-source.js';
 import { type RouteSources, RouteTable } from './route-table.js';
 import type { ServerRule } from './server-flag.js';
@@ -26,11 +26,15 @@ export interface ConfigReloaderDeps {
   defaultsFrom?(raw: RawConfig): RouteSources;
   /** Told of each new route table that replaced the previous one; may add fields to the log line. */
   onApplied?(next: RouteTable, previous: RouteTable): Record<string, unknown> | undefined;
+  /** Told of the ConfigMap's `clientLimits` each time a config is applied (the defaults: none). */
+  onLimits?(limits: Readonly<Partial<ClientLimits>>): void;
 }
 
 export interface ConfigReloader {
   /** The routes in force. */
   routes(): RouteTable;
+  /** The ConfigMap's `clientLimits` in force (empty: the flags'). */
+  clientLimits(): Readonly<Partial<ClientLimits>>;
   /** Reads the sources again; applies a valid change, keeps the last good config otherwise. */
   reload(): Promise<ReloadResult>;
   /** Reloads that found an invalid or unreadable config (each distinct content counted once). */
@@ -45,6 +49,7 @@ function kubeDnsSources(raw: RawConfig, rules: readonly ServerRule[]): RouteSour
     stubDomains: config.stubDomains,
     upstreamNameservers: config.upstreamNameservers,
     resolvConf: raw.resolvConf,
+    clientLimits: config.clientLimits,
   };
 }
 
@@ -69,9 +74,10 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
   let version = '';
   let failures = 0;
   let sawValid = false;
+  let clientLimits: Readonly<Partial<ClientLimits>> = {};
   const isSelf = deps.isSelf ?? (() => false);
   /** Checks what was read for loops and turns it into routes; throws ConfigError on an invalid config. */
-  const build = (sources: RouteSources): RouteTable => {
+  const build = (sources: RouteSources): RouteTable & { limits: Readonly<Partial<ClientLimits>> } => {
     if (sources.upstreamNameservers.some(isSelf))
       throw new ConfigError('upstreamNameservers', 'names this forwarder itself (a forwarding loop)');
     for (const [domain, servers] of sources.stubDomains)
@@ -90,10 +96,10 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
       deps.log.warn('ignoring a resolv.conf nameserver that is this forwarder itself', {
         skipped: sources.resolvConf.filter(isSelf),
       });
-    return new RouteTable({ ...sources, resolvConf });
+    return Object.assign(new RouteTable({ ...sources, resolvConf }), { limits: sources.clientLimits ?? {} });
   };
   /** The defaults, built from what was read (its resolv.conf), or undefined if even they are invalid. */
-  const defaultsOf = (raw: RawConfig): RouteTable | undefined => {
+  const defaultsOf = (raw: RawConfig): ReturnType<typeof build> | undefined => {
     try {
       return build(deps.defaultsFrom ? deps.defaultsFrom(raw) : kubeDnsDefaults(raw, deps.rules));
     } catch (error) {
@@ -103,6 +109,7 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
   };
   return {
     routes: () => routes,
+    clientLimits: () => clientLimits,
     get failures() {
       return failures;
     },
@@ -117,7 +124,7 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
       }
       if (raw.version === version) return 'unchanged';
       version = raw.version;
-      let next: RouteTable;
+      let next: ReturnType<typeof build>;
       try {
         next = build(deps.routesFrom ? deps.routesFrom(raw) : kubeDnsSources(raw, deps.rules));
       } catch (error) {
@@ -128,6 +135,8 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
           return 'invalid';
         }
         routes = defaults;
+        clientLimits = defaults.limits;
+        deps.onLimits?.(clientLimits);
         deps.log.error('invalid config and no good one before it: running on the defaults until a valid one comes', {
           err: error,
           version: raw.version,
@@ -138,8 +147,15 @@ export function createConfigReloader(deps: ConfigReloaderDeps): ConfigReloader {
       sawValid = true;
       const previous = routes;
       routes = next;
+      clientLimits = next.limits;
+      deps.onLimits?.(clientLimits);
       const fields = deps.onApplied?.(next, previous);
-      deps.log.info('config applied', { version: raw.version, routes: next.describe(), ...fields });
+      deps.log.info('config applied', {
+        version: raw.version,
+        routes: next.describe(),
+        ...(Object.keys(clientLimits).length > 0 ? { clientLimits } : {}),
+        ...fields,
+      });
       return 'applied';
     },
   };

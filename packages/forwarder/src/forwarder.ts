@@ -125,6 +125,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     ...(deps.config?.defaultsFrom ? { defaultsFrom: deps.config.defaultsFrom } : {}),
     log,
     isSelf,
+    // The ConfigMap's clientLimits over the flags', as each config is applied.
+    onLimits: (overrides) => door.setLimits({ ...options.isolation.limits, ...overrides }),
     onApplied: (next) => {
       // Cached answers of routes that did not change stay valid.
       const dropped = cache.dropStale((name) => next.routeFor(name).id);

@@ -52,7 +52,12 @@ const SETUP_ERRORS: readonly SetupErrorType[] = [
 ];
 
 /** The forwarder's routes from a rendered plan: zones as rules, the `.` block as the default route. */
-function sourcesOf(plan: NodeLocalPlan, raw: RawConfig, resolvFile: string): RouteSources {
+function sourcesOf(
+  plan: NodeLocalPlan,
+  raw: RawConfig,
+  resolvFile: string,
+  clientLimits: RouteSources['clientLimits'],
+): RouteSources {
   const root = plan.root;
   const rootServers = root && Array.isArray(root.servers) ? (root.servers as readonly HostPort[]) : undefined;
   if (root && !rootServers) {
@@ -67,6 +72,7 @@ function sourcesOf(plan: NodeLocalPlan, raw: RawConfig, resolvFile: string): Rou
     upstreamNameservers: [],
     resolvConf: root && !rootServers ? raw.resolvConf : [],
     upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off' },
+    clientLimits,
   };
 }
 
@@ -187,9 +193,9 @@ export async function nodeCacheForwarder(
           'the Corefile changed its binds, port, prometheus, health or cache sizes: those apply at the next restart',
         );
       void writeRendered(next.text);
-      return sourcesOf(next.plan, raw, resolvFile);
+      return sourcesOf(next.plan, raw, resolvFile, parseKubeDnsConfig(raw.data).clientLimits);
     },
-    defaultsFrom: (raw: RawConfig) => sourcesOf(planOf(raw, false).plan, raw, resolvFile),
+    defaultsFrom: (raw: RawConfig) => sourcesOf(planOf(raw, false).plan, raw, resolvFile, {}),
   };
   return { plan, options, config };
 }

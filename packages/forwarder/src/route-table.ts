@@ -1,4 +1,4 @@
-import type { HostPort } from '@cluster-dns/runtime';
+import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
 import type { RouteCache } from './cache-policy.js';
 import type { ServerRule } from './server-flag.js';
@@ -34,6 +34,8 @@ export interface RouteSources {
   resolvConf: readonly HostPort[];
   /** How the default route asks and caches (node-local mode's `.` block). */
   upstream?: { readonly forceTcp: boolean; readonly cache: RouteCache | undefined };
+  /** The ConfigMap's `clientLimits`: per-client limits over the flags' (not routes, but read with them). */
+  clientLimits?: Readonly<Partial<ClientLimits>>;
 }
 
 const cacheText = (cache: RouteCache | undefined) =>

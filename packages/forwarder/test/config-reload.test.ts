@@ -116,6 +116,31 @@ describe('ConfigMap reload', () => {
     expect(await f.resolver.resolve4('db.acme.local')).toEqual(['10.1.1.1']);
   });
 
+  it('lowers and restores a client’s rate from the ConfigMap’s clientLimits, without a restart', async () => {
+    const up = await upstream({ records: { 'a.example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] } });
+    const cm = await kubeletConfigDir();
+    await cm.write({ clientLimits: JSON.stringify({ qps: 1, burst: 3, slip: 0 }) });
+    const f = await startForwarder([
+      `--config-dir=${cm.root}`,
+      '--config-poll-interval=100ms',
+      `--server=${up.address}`,
+    ]);
+    const six = async () => {
+      const rcodes: number[] = [];
+      for (let i = 0; i < 6; i++)
+        rcodes.push((await f.query('a.example.org', QTYPE.A, { localAddress: '127.0.0.5' })).flags.rcode);
+      return rcodes;
+    };
+    // Three saved up, then one a second: the test asks faster than that.
+    const limited = await six();
+    expect(limited.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(limited.filter((r) => r === 5).length).toBeGreaterThanOrEqual(2);
+    expect(f.logs.find((l) => l.msg === 'config applied')).toMatchObject({ clientLimits: { qps: 1, burst: 3 } });
+    await cm.write({});
+    await waitFor(() => f.logs.filter((l) => l.msg === 'config applied').length === 2, { what: 'the limits lifted' });
+    expect(await six()).toEqual([0, 0, 0, 0, 0, 0]);
+  });
+
   it('refuses to start with a --server that is the forwarder itself, (the ConfigMap and resolv.conf cases are unit-tested)', async () => {
     const port = await freePort();
     await expect(startForwarder([`--port=${port}`, `--server=127.0.0.1#${port}`])).rejects.toThrow(

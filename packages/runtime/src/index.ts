@@ -5,6 +5,7 @@ export { type FlagDef, type FlagValues, flag, formatFlagHelp, type ParsedFlags, 
 export { type HostPort, parseHostPort } from './host-port.js';
 export { HttpBindError, type HttpListener, type HttpRoute, listenHttp, routesListener } from './http-listener.js';
 export {
+  type ClientLimits,
   ConfigError,
   EMPTY_KUBE_DNS_CONFIG,
   type KubeDnsConfig,

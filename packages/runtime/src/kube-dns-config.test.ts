@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rename, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readConfigDir } from './kube-dns-config.js';
+import { parseKubeDnsConfig, readConfigDir } from './kube-dns-config.js';
 
 /** A ConfigMap volume as the kubelet's AtomicWriter leaves it, steps of an update one by one. */
 async function volume() {
@@ -41,5 +41,18 @@ describe('readConfigDir', () => {
 
   it('is the default (empty) config for a folder that does not exist', async () => {
     expect(await readConfigDir(join(tmpdir(), 'no-such-config-dir'))).toEqual(new Map());
+  });
+});
+
+describe('parseKubeDnsConfig: clientLimits (ours)', () => {
+  it('takes known limits as whole numbers, and names what is wrong otherwise', () => {
+    const parse = (text: string) => parseKubeDnsConfig(new Map([['clientLimits', text]])).clientLimits;
+    expect(parse('{"qps": 500, "burst": 250, "rrlSlip": 0}')).toEqual({ qps: 500, burst: 250, rrlSlip: 0 });
+    expect(parseKubeDnsConfig(new Map()).clientLimits).toEqual({});
+    expect(() => parse('{"qpss": 5}')).toThrow(/clientLimits: unknown limit "qpss"/);
+    expect(() => parse('{"burst": 0}')).toThrow(/burst: expected a whole number from 1/);
+    expect(() => parse('{"qps": 1.5}')).toThrow(/qps: expected a whole number/);
+    expect(() => parse('[500]')).toThrow(/clientLimits: expected a JSON object/);
+    expect(() => parse('{"qps": 5')).toThrow(/clientLimits: not JSON/);
   });
 });

@@ -4,6 +4,38 @@ import { isDns1123Subdomain } from '@cluster-dns/wire';
 import { ClusterDnsError } from './errors.js';
 import { type HostPort, parseHostPort } from './host-port.js';
 
+/**
+ * The per-client limits of the forwarder (its --client-* and --rrl-* flags), as numbers: a rate of
+ * 0 turns that limit off.
+ */
+export interface ClientLimits {
+  /** Queries a second each client address may send over UDP, and how many it may save up. */
+  readonly qps: number;
+  readonly burst: number;
+  /** The same over TCP, where the address is proven and node caches send their misses. */
+  readonly tcpQps: number;
+  readonly tcpBurst: number;
+  /** Over its rate, every `slip`-th UDP query gets TC (ask again over TCP), the others REFUSED; 0 = REFUSED only. */
+  readonly slip: number;
+  /** Identical answers of `rrlMinBytes` or more a second to one address (response rate limiting). */
+  readonly rrlResponsesPerSecond: number;
+  readonly rrlMinBytes: number;
+  /** Over it, every `rrlSlip`-th such answer is sent as TC, the others dropped; 0 = dropped only. */
+  readonly rrlSlip: number;
+}
+
+/** The names `clientLimits` may hold, each a whole number at least this. */
+const CLIENT_LIMIT_MINIMA: Readonly<Record<keyof ClientLimits, number>> = {
+  qps: 0,
+  burst: 1,
+  tcpQps: 0,
+  tcpBurst: 1,
+  slip: 0,
+  rrlResponsesPerSecond: 0,
+  rrlMinBytes: 0,
+  rrlSlip: 0,
+};
+
 /** The kube-dns ConfigMap (`kube-system/kube-dns`), validated as kube-dns validates it. */
 export interface KubeDnsConfig {
   /** Domain (canonical, no trailing dot) → its nameservers. */
@@ -12,6 +44,11 @@ export interface KubeDnsConfig {
   readonly upstreamNameservers: readonly HostPort[];
   /** Deprecated federation names; kept only to warn that they are unsupported. */
   readonly federations: string | undefined;
+  /**
+   * Ours, not kube-dns's: `clientLimits`, a JSON object of ClientLimits fields that override the
+   * forwarder's flags while the key is there (`{"qps": 500}`). Empty when absent.
+   */
+  readonly clientLimits: Readonly<Partial<ClientLimits>>;
 }
 
 export class ConfigError extends ClusterDnsError {
@@ -24,6 +61,7 @@ export const EMPTY_KUBE_DNS_CONFIG: KubeDnsConfig = Object.freeze({
   stubDomains: new Map(),
   upstreamNameservers: [],
   federations: undefined,
+  clientLimits: Object.freeze({}),
 });
 
 /**
@@ -116,7 +154,36 @@ export function parseKubeDnsConfig(data: ReadonlyMap<string, string>): KubeDnsCo
       throw new ConfigError('upstreamNameservers', `${parsed.length} entries; at most 3 are allowed`);
     upstreamNameservers = parsed.map((s) => toServer('upstreamNameservers', s));
   }
-  return { stubDomains, upstreamNameservers, federations: data.get('federations')?.trim() || undefined };
+  return {
+    stubDomains,
+    upstreamNameservers,
+    federations: data.get('federations')?.trim() || undefined,
+    clientLimits: parseClientLimits(data.get('clientLimits')?.trim()),
+  };
+}
+
+/** The `clientLimits` key: known names only, each a whole number at least its minimum. */
+function parseClientLimits(text: string | undefined): Partial<ClientLimits> {
+  if (!text) return {};
+  const parsed = parseJsonValue('clientLimits', text);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError('clientLimits', 'expected a JSON object such as {"qps": 2000, "burst": 2000}');
+  const out: Partial<Record<keyof ClientLimits, number>> = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    if (!(name in CLIENT_LIMIT_MINIMA))
+      throw new ConfigError(
+        'clientLimits',
+        `unknown limit ${JSON.stringify(name)} (known: ${Object.keys(CLIENT_LIMIT_MINIMA).join(', ')})`,
+      );
+    const minimum = CLIENT_LIMIT_MINIMA[name as keyof ClientLimits];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum || value > 10_000_000)
+      throw new ConfigError(
+        'clientLimits',
+        `${name}: expected a whole number from ${minimum} to 10000000, got ${JSON.stringify(value)}`,
+      );
+    out[name as keyof ClientLimits] = value;
+  }
+  return out;
 }
 
 function parseJsonValue(key: string, text: string): unknown {

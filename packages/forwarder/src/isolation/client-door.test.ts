@@ -1,7 +1,8 @@
 import { Buffer } from 'node:buffer';
+import type { ClientLimits } from '@cluster-dns/runtime';
 import { buildQueryMessage, decodeMessage, encodeMessage, QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { ClientDoor, type ClientLimits } from './client-door.js';
+import { ClientDoor } from './client-door.js';
 
 const LIMITS: ClientLimits = {
   qps: 10,

@@ -1,4 +1,5 @@
 import type { Buffer } from 'node:buffer';
+import type { ClientLimits } from '@cluster-dns/runtime';
 import {
   answerPlainRefusal,
   type Door,
@@ -12,23 +13,6 @@ import {
   truncateToQuestion,
 } from '@cluster-dns/wire';
 import { TokenBuckets } from './token-buckets.js';
-
-/** The per-client limits, as the flags give them; a rate of 0 turns that limit off. */
-export interface ClientLimits {
-  /** Queries a second each client address may send over UDP, and how many it may save up. */
-  readonly qps: number;
-  readonly burst: number;
-  /** The same over TCP, where the address is proven and node caches send their misses. */
-  readonly tcpQps: number;
-  readonly tcpBurst: number;
-  /** Over its rate, every `slip`-th UDP query gets TC (ask again over TCP), the others REFUSED; 0 = REFUSED only. */
-  readonly slip: number;
-  /** Identical answers of `rrlMinBytes` or more a second to one address (response rate limiting). */
-  readonly rrlResponsesPerSecond: number;
-  readonly rrlMinBytes: number;
-  /** Over it, every `rrlSlip`-th such answer is sent as TC, the others dropped; 0 = dropped only. */
-  readonly rrlSlip: number;
-}
 
 /** What the door did instead of serving, by reason. */
 export interface ClientDoorCounts {
@@ -67,16 +51,28 @@ export class ClientDoor implements Door {
     rrlDropped: 0,
     rrlTruncated: 0,
   };
-  private readonly udp: TokenBuckets;
-  private readonly tcp: TokenBuckets;
-  private readonly answers: TokenBuckets;
+  private limits!: ClientLimits;
+  private udp!: TokenBuckets;
+  private tcp!: TokenBuckets;
+  private answers!: TokenBuckets;
   private readonly question = new PlainQuestion();
 
   constructor(
-    private readonly limits: ClientLimits,
+    limits: ClientLimits,
     private readonly udpPayloadBytes: number,
     private readonly now: () => number,
   ) {
+    this.setLimits(limits);
+  }
+
+  /** The limits in force now (the flags', or the ConfigMap's `clientLimits` over them). */
+  current(): ClientLimits {
+    return this.limits;
+  }
+
+  /** New limits (a ConfigMap change): every client starts again with a full bucket. */
+  setLimits(limits: ClientLimits): void {
+    this.limits = limits;
     this.udp = new TokenBuckets(limits.qps, limits.burst, MAX_TRACKED_KEYS);
     this.tcp = new TokenBuckets(limits.tcpQps, limits.tcpBurst, MAX_TRACKED_KEYS);
     this.answers = new TokenBuckets(limits.rrlResponsesPerSecond, limits.rrlResponsesPerSecond, MAX_TRACKED_KEYS);

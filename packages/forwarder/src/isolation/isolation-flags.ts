@@ -1,5 +1,4 @@
-import { type FlagValues, flag } from '@cluster-dns/runtime';
-import type { ClientLimits } from './client-door.js';
+import { type ClientLimits, type FlagValues, flag } from '@cluster-dns/runtime';
 import type { SubdomainGuardOptions } from './subdomain-guard-stage.js';
 
 /**
