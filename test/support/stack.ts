@@ -193,9 +193,9 @@ function eventWaiters() {
 }
 
 /** One UDP socket that sends raw messages and collects replies by ID. */
-export async function udpClient(port: number) {
+export async function udpClient(port: number, localAddress = '127.0.0.1') {
   const socket = dgram.createSocket('udp4');
-  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => socket.bind(0, localAddress, () => r()));
   const replies: Buffer[] = [];
   const events = eventWaiters();
   socket.on('message', (m) => {
