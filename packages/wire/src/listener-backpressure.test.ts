@@ -126,6 +126,37 @@ describe('listenDns TCP backpressure', () => {
     expect(await askOnce(l.port)).toBe(60_000);
   });
 
+  it('takes a pipelined flood a batch a turn, so another connection’s query is answered before the flood is', async () => {
+    const order: number[] = [];
+    const l = await listenDns({
+      host: '127.0.0.1',
+      port: 0,
+      handler: (message) => {
+        order.push(message.readUInt16BE(0));
+        return Buffer.from(message);
+      },
+    });
+    open.push(l);
+    const flood = net.connect(l.port, '127.0.0.1');
+    const other = net.connect(l.port, '127.0.0.1');
+    sockets.push(flood, other);
+    await Promise.all([flood, other].map((s) => new Promise((r) => s.once('connect', r))));
+    let answered = false;
+    other.on('data', () => {
+      answered = true;
+    });
+    flood.on('data', () => {});
+    flood.write(Buffer.concat(Array.from({ length: 3000 }, (_, i) => frame(i))));
+    other.write(frame(60_000));
+    await until(
+      () => answered && order.length >= 3001,
+      'every query taken',
+      () => order.length,
+    );
+    // Without batches the flood's 3,000 would all be taken, in one go, before the other's one.
+    expect(order.indexOf(60_000), `taken at ${order.indexOf(60_000)}`).toBeLessThan(1000);
+  });
+
   it('takes at most maxTcpPipelined queries at a time from one write, and answers all of them', async () => {
     const held: Array<() => void> = [];
     const l = await listenDns({

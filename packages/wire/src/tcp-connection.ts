@@ -3,6 +3,13 @@ import type net from 'node:net';
 import { TCP_MAX_BYTES } from './constants.js';
 import type { QueryContext, RawHandler, Reply } from './dns-handler.js';
 
+/**
+ * Queries one connection may hand to the handler in one turn of the event loop before it lets the
+ * others have theirs (as libuv reads at most 32 datagrams off a UDP socket a turn): one client that
+ * pipelined thousands in one write gets them answered a batch a turn, not all before anyone else.
+ */
+export const TCP_TURN_BATCH = 32;
+
 export interface TcpConnection {
   /** Queries read and not yet answered. */
   pending(): number;
@@ -63,6 +70,13 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
   let clientEnded = false;
   let flushes = 0;
   let partialTimer: NodeJS.Timeout | undefined;
+  /** A batch was taken this turn and more are waiting: the rest is taken next turn. */
+  let resumeScheduled = false;
+  let taking = false;
+  const resumeNextTurn = () => {
+    resumeScheduled = false;
+    takeQueries();
+  };
   const flushed = () => {
     flushes++;
   };
@@ -130,9 +144,35 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
     reportError(error, context);
     write(undefined);
   };
-  /** Hands every whole message read to the handler while nothing holds it back; pauses the socket if something does. */
+  /**
+   * Hands whole messages read to the handler while nothing holds it back, TCP_TURN_BATCH a turn;
+   * pauses the socket while something does, or while a batch's rest waits for the next turn.
+   */
   function takeQueries(): void {
+    // A reply made at once comes back here through answered(): the loop below goes on instead.
+    if (resumeScheduled || taking) return;
+    taking = true;
+    try {
+      takeBatch();
+    } finally {
+      taking = false;
+    }
+    if (socket.destroyed || resumeScheduled) return;
+    if (mayTakeQueries() && !hasWholeMessage()) {
+      if (socket.isPaused() && !clientEnded) socket.resume();
+    } else if (!socket.isPaused()) socket.pause();
+  }
+
+  function takeBatch(): void {
+    let taken = 0;
     while (mayTakeQueries() && hasWholeMessage()) {
+      if (taken === TCP_TURN_BATCH) {
+        resumeScheduled = true;
+        setImmediate(resumeNextTurn);
+        if (!socket.isPaused()) socket.pause();
+        return;
+      }
+      taken++;
       const length = buffered.readUInt16BE(0);
       const message = buffered.subarray(2, 2 + length);
       buffered = buffered.subarray(2 + length);
@@ -145,10 +185,6 @@ export function serveTcpConnection(socket: net.Socket, options: TcpConnectionOpt
         failed(error);
       }
     }
-    if (socket.destroyed) return;
-    if (mayTakeQueries() && !hasWholeMessage()) {
-      if (socket.isPaused() && !clientEnded) socket.resume();
-    } else if (!socket.isPaused()) socket.pause();
   }
 
   socket.on('error', () => {
