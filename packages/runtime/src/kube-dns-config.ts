@@ -167,7 +167,7 @@ function parseClientLimits(text: string | undefined): Partial<ClientLimits> {
   if (!text) return {};
   const parsed = parseJsonValue('clientLimits', text);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new ConfigError('clientLimits', 'expected a JSON object such as {"qps": 2000, "burst": 2000}');
+    throw new ConfigError('clientLimits', 'expected a JSON object such as {"qps": 2000, "burst": 500}');
   const out: Partial<Record<keyof ClientLimits, number>> = {};
   for (const [name, value] of Object.entries(parsed)) {
     if (!(name in CLIENT_LIMIT_MINIMA))

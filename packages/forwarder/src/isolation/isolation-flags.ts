@@ -14,7 +14,7 @@ export const isolationFlags = () => ({
     2000,
     { min: 0, max: 10_000_000 },
   ),
-  'client-burst': flag.int('UDP queries a client may send at once, saved up while it asks less than its rate', 2000, {
+  'client-burst': flag.int('UDP queries a client may send at once, saved up while it asks less than its rate', 500, {
     min: 1,
     max: 10_000_000,
   }),
