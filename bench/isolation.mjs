@@ -286,12 +286,13 @@ export async function runIsolation({ row, notes, startCluster, seconds, baseline
         const worst = others.reduce((w, o) => (o.sent && o.good / o.sent < w ? o.good / o.sent : w), 1);
         const extra = {
           othersSent: sent,
-          othersNotAnsweredPct: sent ? round((100 * (sent - good)) / sent, 2) : null,
+          // Nothing sent: the client could not even connect (dnsmasq's TCP slots all held).
+          othersNotAnsweredPct: sent ? round((100 * (sent - good)) / sent, 2) : 100,
           othersRefused: others.reduce((n, o) => n + (o.rcodes.REFUSED ?? 0), 0),
           othersServfail: others.reduce((n, o) => n + (o.rcodes.SERVFAIL ?? 0), 0),
           othersLost: others.reduce((n, o) => n + o.lost, 0),
-          othersP50Ms: round(Math.max(...others.map((o) => o.p50Ms ?? 0)), 2),
-          othersP99Ms: round(Math.max(...others.map((o) => o.p99Ms ?? 0)), 2),
+          othersP50Ms: sent ? round(Math.max(...others.map((o) => o.p50Ms ?? 0)), 2) : null,
+          othersP99Ms: sent ? round(Math.max(...others.map((o) => o.p99Ms ?? 0)), 2) : null,
           ...(scenario.ten ? { worstOfTenAnsweredPct: round(100 * worst, 2) } : {}),
           attackerAnswered: attack.good ?? attack.answered ?? null,
           attackerRcodes: attack.rcodes ? JSON.stringify(attack.rcodes) : undefined,
@@ -333,4 +334,27 @@ export async function runIsolation({ row, notes, startCluster, seconds, baseline
   } finally {
     await cluster.stop();
   }
+}
+
+/** Case 10's lines of the summary table: each of issue 34's targets beside what ours measured. */
+export function isolationSummary(rows) {
+  const ours = (prefix) => rows.find((r) => r.case.startsWith(prefix) && r.server === 'cluster-dns');
+  const a = ours('10. random-subdomain');
+  const b = ours('10. NXDOMAIN flood');
+  const c = ours('10. one client at 20k');
+  const d = ours('10. 40 TCP connections');
+  if (!a && !b && !c && !d) return {};
+  return {
+    'case 10a water torture: cluster names not answered, % (target 0)': a?.othersNotAnsweredPct ?? null,
+    'case 10a: their p99, ms (target ≤ 5)': a?.othersP99Ms ?? null,
+    'case 10a: upstream queries per distinct name (target ≤ 1)': a?.upstreamDistinctNames
+      ? round(a.upstreamQueries / a.upstreamDistinctNames, 2)
+      : null,
+    'case 10a: upstream queries for the domain once the guard tripped (target 0)': a?.upstreamAfterTrip ?? null,
+    'case 10a: RSS peak / idle (target ≤ 1.5)': a?.idleMiB ? round(a.peakMiB / a.idleMiB, 2) : null,
+    'case 10b NXDOMAIN flood: others not answered, % (target 0)': b?.othersNotAnsweredPct ?? null,
+    'case 10c one client at 20k q/s: the worst of ten answered, % (target 100)': c?.worstOfTenAnsweredPct ?? null,
+    'case 10d stalled TCP readers: RSS peak, MiB (the manifest limit: 256)': d?.peakMiB ?? null,
+    'case 10d: the other TCP client p99, ms (target ≤ 50)': d?.othersP99Ms ?? null,
+  };
 }
