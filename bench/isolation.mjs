@@ -20,6 +20,7 @@ import { baselineName, startBaseline } from './hits.mjs';
 import {
   cpuSeconds,
   LOAD_CORE,
+  LOCAL_FORWARDER,
   pinned,
   ROOT,
   round,
@@ -169,18 +170,7 @@ export async function runIsolation({ row, notes, startCluster, seconds, baseline
       '--dns-forward-max=150',
       `--server=/cluster.local/127.0.0.1#${rbPort}`,
     ];
-    const ourArgs = (extra) => [
-      '-k',
-      '--no-resolv',
-      '--listen-address=127.0.0.1',
-      '--port=0',
-      '--lameduck=0s',
-      '--metrics-port=0',
-      '--metrics-address=127.0.0.1',
-      ...shared,
-      `--server=127.0.0.1#${hole.port}`,
-      ...extra,
-    ];
+    const ourArgs = (extra) => [...LOCAL_FORWARDER, ...shared, `--server=127.0.0.1#${hole.port}`, ...extra];
     const servers = [
       { name: 'cluster-dns', start: () => startOurs('forwarder', ourArgs([])) },
       { name: 'cluster-dns, defences off', start: () => startOurs('forwarder', ourArgs(DEFENCES_OFF)) },

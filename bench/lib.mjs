@@ -140,6 +140,17 @@ export function rssMiB(pid) {
   return statusMiB(pid, 'VmRSS');
 }
 
+/** A forwarder of ours on loopback for a bench run: every port free, no lameduck, no resolv.conf. */
+export const LOCAL_FORWARDER = [
+  '-k',
+  '--no-resolv',
+  '--listen-address=127.0.0.1',
+  '--port=0',
+  '--lameduck=0s',
+  '--metrics-port=0',
+  '--metrics-address=127.0.0.1',
+];
+
 /** The record-builder's flags for a bench run: on `kubeconfig`, every port free on loopback, no lameduck. */
 export { localRecordBuilderArgs as recordBuilderArgs } from '@cluster-dns/testkit';
 

@@ -7,7 +7,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, freePort, startApiServer, startTestUpstream } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
-import { ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE, startOurs } from './lib.mjs';
+import { LOCAL_FORWARDER, ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE, startOurs } from './lib.mjs';
 
 const Z = 'svc.cluster.local';
 const ip = (base, i) => `10.${base}.${i >> 8}.${i & 255}`;
@@ -304,20 +304,7 @@ export async function runPropagation({ row, quick }) {
       Array.from({ length: 100 }, (_, i) => [`n${i}.example.net.`, [{ type: QTYPE.A, address: '192.0.2.9', ttl: 1 }]]),
     ),
   });
-  const stale = await startOurs(
-    'forwarder',
-    [
-      '-k',
-      '--no-resolv',
-      '--listen-address=127.0.0.1',
-      '--port=0',
-      '--lameduck=0s',
-      '--metrics-port=0',
-      '--metrics-address=127.0.0.1',
-      `--server=${upstream.address}`,
-    ],
-    SERVER_CORE,
-  );
+  const stale = await startOurs('forwarder', [...LOCAL_FORWARDER, `--server=${upstream.address}`], SERVER_CORE);
   try {
     for (let i = 0; i < 100; i++) await ask(stale.ready.port, `n${i}.example.net`);
     upstream.set({ behaviour: 'servfail' });

@@ -16,6 +16,7 @@ import { baselineName, runHitCeiling, runMissRounds, startBaseline } from './hit
 import { isolationSummary, runIsolation } from './isolation.mjs';
 import {
   LOAD_CORE,
+  LOCAL_FORWARDER,
   machine,
   ROOT,
   recordBuilderArgs,
@@ -85,17 +86,11 @@ async function startCluster(objects, { apiOptions = {}, core = SERVER_CORE, env 
  */
 const UNREACHED = 10_000_000;
 const forwarderArgs = (server, extra) => [
-  '-k',
+  ...LOCAL_FORWARDER,
   `--client-qps=${UNREACHED}`,
   `--client-burst=${UNREACHED}`,
   `--client-tcp-qps=${UNREACHED}`,
   `--client-tcp-burst=${UNREACHED}`,
-  '--no-resolv',
-  '--listen-address=127.0.0.1',
-  '--port=0',
-  '--lameduck=0s',
-  '--metrics-port=0',
-  '--metrics-address=127.0.0.1',
   `--server=${server}`,
   ...extra,
 ];

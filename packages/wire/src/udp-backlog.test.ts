@@ -60,64 +60,60 @@ function askFresh(port: number): Promise<void> {
   });
 }
 
+/** A listener shedding past 100 ms, counting the queries its handler took; each costs `costMs` of busy work. */
+async function counting(costMs: number) {
+  const seen = { handled: 0 };
+  const l = await listenDns({
+    host: '127.0.0.1',
+    port: 0,
+    shedAfterMs: 100,
+    handler: (message) => {
+      seen.handled++;
+      const until = performance.now() + costMs;
+      while (performance.now() < until) {
+        // Busy on purpose: a slow handler.
+      }
+      return message;
+    },
+  });
+  open.push(l);
+  return { l, seen };
+}
+
 describe('UDP shedding (udp-backlog.ts)', () => {
   it('answers the backlog an event-loop stall leaves when it drains within the bound', async () => {
-    let handled = 0;
-    const l = await listenDns({
-      host: '127.0.0.1',
-      port: 0,
-      shedAfterMs: 100,
-      handler: (message) => {
-        handled++;
-        return message;
-      },
-    });
-    open.push(l);
+    const { l, seen } = await counting(0);
     const marker = join(mkdtempSync(join(tmpdir(), 'shed-')), 'sent');
     const child = sendFromChild(l.port, 2_000, marker);
     stallUntil(marker, 300);
     await until(
-      () => handled + l.udpShed() >= 2_000,
+      () => seen.handled + l.udpShed() >= 2_000,
       'every queued query read',
-      () => [handled, l.udpShed()],
+      () => [seen.handled, l.udpShed()],
     );
     // Two thousand queries 300 ms old, read in a few milliseconds: worth answering, none dropped.
-    expect([handled, l.udpShed()]).toEqual([2_000, 0]);
+    expect([seen.handled, l.udpShed()]).toEqual([2_000, 0]);
     await askFresh(l.port);
     child.kill();
   });
 
   it('drops the backlog of a socket that has been behind for longer than the bound, and serves again once it empties', async () => {
-    let handled = 0;
-    const l = await listenDns({
-      host: '127.0.0.1',
-      port: 0,
-      shedAfterMs: 100,
-      handler: (message) => {
-        handled++;
-        // A slow handler: a thousand queries a second at most, far under what the child sends.
-        const until = performance.now() + 1;
-        while (performance.now() < until) {
-          // Busy on purpose.
-        }
-        return message;
-      },
-    });
-    open.push(l);
+    // A slow handler: a thousand queries a second at most, far under what the child sends.
+    const { l, seen } = await counting(1);
     const marker = join(mkdtempSync(join(tmpdir(), 'shed-')), 'sent');
     const child = sendFromChild(l.port, 3_000, marker);
     await until(
-      () => handled + l.udpShed() >= 3_000,
+      () => seen.handled + l.udpShed() >= 3_000,
       'every query read',
-      () => [handled, l.udpShed()],
+      () => [seen.handled, l.udpShed()],
     );
     // Without shedding the handler would take all 3,000 (three seconds of work, each answer later
     // than the last); with it, about the bound's worth before the rest is dropped.
-    expect(l.udpShed(), `handled ${handled}`).toBeGreaterThan(1_000);
-    expect(handled).toBeLessThan(2_000);
-    const before = handled;
+    expect(l.udpShed(), `handled ${seen.handled}`).toBeGreaterThan(1_000);
+    expect(seen.handled).toBeLessThan(2_000);
+    const before = seen.handled;
     await askFresh(l.port);
-    expect(handled).toBe(before + 1);
+    expect(seen.handled).toBe(before + 1);
     child.kill();
   });
 });

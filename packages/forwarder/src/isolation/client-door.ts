@@ -35,13 +35,13 @@ export const FLOOD_AFTER_MS = 1000;
  * Fairness between clients, before anything reads their queries (wire's Door). Each source
  * address has a token bucket per transport: past it, a query gets REFUSED, or now and then
  * (`slip`) a TC reply, so a real client that merely burst asks again over TCP and is served. A
- * client still over its rate FLOOD_AFTER_MS later (refused at least once a second since) is flooding: its excess is dropped from then on
- * (BIND's response rate limiting does the same), every `slip`-th still a TC. The
- * answers themselves are rate limited too, per address and question, when they are large
- * (response rate limiting against reflection: a spoofed source gets few of them, and now and then
- * a TC it cannot act on). Queries are not parsed: the address is the key, and a refusal is made
- * from the query's octets (answerPlainRefusal); a message that is not a plain query from a client
- * over its rate is dropped.
+ * UDP client still over its rate FLOOD_AFTER_MS later (refused at least once a second since) is
+ * flooding: its excess is dropped from then on, every `slip`-th still a TC (BIND's response rate
+ * limiting does the same). The answers themselves are rate limited too, per address and question,
+ * when they are large (response rate limiting against reflection: a spoofed source gets few of
+ * them, and now and then a TC it cannot act on). Queries are not parsed: the address is the key,
+ * and a refusal is made from the query's octets (answerPlainRefusal); a message that is not a
+ * plain query from a client over its rate is dropped.
  */
 export class ClientDoor implements Door {
   readonly counts: ClientDoorCounts = {
