@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { forwarderFlags, toForwarderOptions } from '@cluster-dns/forwarder';
-import { recordBuilderFlags, toRecordBuilderOptions } from '@cluster-dns/record-builder';
+import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
 import { parseFlags } from '@cluster-dns/runtime';
 import { hasCommand, runCommand } from '@cluster-dns/testkit';
 import { dumpYaml, loadAllYaml, loadYaml } from '@kubernetes/client-node';
@@ -157,5 +157,13 @@ describe.skipIf(!kubectl)('kustomize', () => {
     expect(options.nodeCacheDiscovery?.namespace).toBe('kube-system');
     const dnsmasq = containers.find((c) => c.name === 'dnsmasq') as Container;
     expect(toForwarderOptions(parseFlags(forwarderFlags, dnsmasq.args).values).transferRelayFrom.length).toBe(1);
+    // --node-cache-selector watches pods: the overlay grants them, and the base alone does not.
+    const role = (loadAllYaml(run.stdout) as Array<{ kind: string; rules: Array<{ resources: string[] }> }>).find(
+      (o) => o.kind === 'ClusterRole',
+    );
+    const granted = role?.rules.flatMap((r) => r.resources) ?? [];
+    expect([...new Set(granted)].sort()).toEqual(
+      [...new Set(watchedResources(options).map((r) => (r === 'node-caches' ? 'pods' : r)))].sort(),
+    );
   });
 });

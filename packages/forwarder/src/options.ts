@@ -71,8 +71,16 @@ export const forwarderFlags = {
     'send a probe through each upstream at start and on config change; disable any that loops back here',
   ),
   'log-queries': flag.bool('log each query and where it went', { aliases: ['q'] }),
-  'config-dir': flag.string('kube-dns ConfigMap mount (stubDomains, upstreamNameservers), watched for changes', ''),
-  'config-poll-interval': flag.duration('how often --config-dir and --resolv-file are checked for changes', 10_000),
+  'config-dir': flag.string(
+    'kube-dns ConfigMap mount (stubDomains, upstreamNameservers, clientLimits), watched for changes (dnsmasq-nanny: -configDir)',
+    '',
+    { aliases: ['configDir'] },
+  ),
+  'config-poll-interval': flag.duration(
+    'how often --config-dir and --resolv-file are checked for changes (dnsmasq-nanny: -syncInterval)',
+    10_000,
+    { aliases: ['syncInterval'] },
+  ),
   'upstream-timeout': flag.duration('wait this long for one upstream before trying the next', 1_500),
   'forward-deadline': flag.duration('answer SERVFAIL when no upstream of the route answered in this time', 4_000),
   // Sized for node caches: NodeLocal DNSCache forwards the cluster zones with force_tcp and keeps
@@ -143,6 +151,28 @@ export const forwarderFlags = {
   'no-hosts': flag.accepted('accepted (dnsmasq --no-hosts); /etc/hosts is never read'),
   'bind-interfaces': flag.accepted('accepted (dnsmasq --bind-interfaces); sockets are bound to the listen addresses'),
   'domain-needed': flag.accepted('accepted (dnsmasq --domain-needed)'),
+  // dnsmasq-nanny's own flags, which kube-dns.yaml gives before `--` (the dnsmasq flags after it):
+  // the image swaps in for the nanny and dnsmasq together. -configDir and -syncInterval are
+  // aliases above; -v is ours.
+  restartDnsmasq: flag.accepted(
+    'accepted (dnsmasq-nanny): a ConfigMap change is applied without a restart, whatever it says',
+    { takesValue: false },
+  ),
+  kubednsServer: flag.accepted(
+    'accepted (dnsmasq-nanny): hostnames as stub servers are not resolved here; use addresses',
+    { takesValue: true },
+  ),
+  dnsmasqExec: flag.accepted('accepted (dnsmasq-nanny): there is no dnsmasq to run', { takesValue: true }),
+  logInterval: flag.accepted('accepted (dnsmasq-nanny): the statistics are always in /metrics and over CHAOS', {
+    takesValue: true,
+  }),
+  // klog's flags, which kube-dns's images take: logs are JSON lines on stdout whatever they say.
+  logtostderr: flag.accepted('accepted (klog)'),
+  alsologtostderr: flag.accepted('accepted (klog)'),
+  stderrthreshold: flag.accepted('accepted (klog)', { takesValue: true }),
+  vmodule: flag.accepted('accepted (klog)', { takesValue: true }),
+  log_dir: flag.accepted('accepted (klog)', { takesValue: true }),
+  log_file: flag.accepted('accepted (klog)', { takesValue: true }),
   v: flag.int('log verbosity; 4 or more logs debug lines', 0, { min: 0 }),
 };
 

@@ -272,8 +272,10 @@ describe('upstream faults: what the cache refuses or corrects', () => {
 describe('upstream faults: load', () => {
   it('holds the in-flight cap against a slow upstream: the excess is refused at once and memory stays flat', async () => {
     const up = await upstream({ script: (q) => replyTo(q, { answers: [rr(q.qname, A('192.0.2.1'))] }) });
-    // The cap alone: no newer question may push out a held one (--jostle-timeout), and three
-    // thousand misses from one address are past its fair rate (--client-qps).
+    // The cap alone: no newer question may push out a held one (--jostle-timeout), three thousand
+    // misses from one address are past its fair rate (--client-qps), and every one must be read:
+    // this process is client and server at once, and on a busy machine its queue can look old
+    // enough to shed (--shed-after).
     const f = await startForwarder([
       `--server=${up.address}`,
       '--dns-forward-max=50',
@@ -282,6 +284,7 @@ describe('upstream faults: load', () => {
       '--forward-deadline=30s',
       '--jostle-timeout=60s',
       '--client-qps=0',
+      '--shed-after=0',
     ]);
     const client = await rawClient(f.port);
     // Each wave: 3,000 misses while the upstream holds every question it gets; the 2,950 past the
@@ -317,12 +320,13 @@ describe('upstream faults: load', () => {
     // The upstream holds its one question until all 10,000 have joined it, however long sending takes.
     const up = await upstream({ records: { ...records, 'b.example.org.': [A('192.0.2.2')] }, hold: true });
     // Twenty thousand queries from one address in a few seconds: past any client's fair rate, and
-    // not what this test is about.
+    // each must be read, however old the busy test process makes its queue look (--shed-after).
     const f = await startForwarder([
       `--server=${up.address}`,
       '--upstream-timeout=30s',
       '--forward-deadline=30s',
       '--client-qps=0',
+      '--shed-after=0',
     ]);
     const clients = await Promise.all(Array.from({ length: 20 }, () => rawClient(f.port)));
     const received = () => f.forwarder.counters.hits + f.forwarder.counters.misses;

@@ -53,20 +53,21 @@ export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: numbe
   if (answers.length === 0) return negative(RCODE.NOERROR);
   answers = withSrvWeights(answers);
   const owners = new Set(at.owners);
-  const additionals = srvGlue(view, answers, owners);
+  const additionals = glueFor(view, answers, owners);
   return { rcode: RCODE.NOERROR, answers, authorities: [], additionals, owners: [...owners], stable: at.stable };
 }
 
 /**
- * A/AAAA of the SRV targets, for the additional section. Targets under one headless Service are
+ * A/AAAA of the SRV and NS targets in our zones, for the additional section (RFC 2782; RFC 1035
+ * §3.3.11: the apex NS with its name server's address). Targets under one headless Service are
  * looked up in one pass over its endpoints (a 1,000-endpoint SRV answer is not 1,000 scans).
  */
-function srvGlue(view: ZoneView, answers: readonly Rr[], owners: Set<string>): Rr[] {
+function glueFor(view: ZoneView, answers: readonly Rr[], owners: Set<string>): Rr[] {
   const additionals: Rr[] = [];
   const glued = new Set<string>();
   const hostsUnder = new Map<string, ReadonlyMap<string, RecordList> | undefined>();
   for (const srv of answers) {
-    if (srv.type !== QTYPE.SRV || glued.has(srv.target)) continue;
+    if ((srv.type !== QTYPE.SRV && srv.type !== QTYPE.NS) || glued.has(srv.target)) continue;
     glued.add(srv.target);
     const target = srv.target as Fqdn;
     const parent = parentOf(target);

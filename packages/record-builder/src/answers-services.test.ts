@@ -128,7 +128,12 @@ describe('ClusterIP services', () => {
     expect(t.ask('dns-version.cluster.local.', QTYPE.TXT).answers[0]?.text).toEqual(['1.1.0']);
     const soa = t.ask('cluster.local.', QTYPE.SOA).answers[0]?.soa;
     expect(soa).toMatchObject({ primary: 'ns.dns.cluster.local.', admin: 'hostmaster.cluster.local.', minimum: 30 });
-    expect(t.ask('cluster.local.', QTYPE.NS).answers.map((r) => r.target)).toEqual(['ns.dns.cluster.local.']);
+    const ns = t.ask('cluster.local.', QTYPE.NS);
+    expect(ns.answers.map((r) => r.target)).toEqual(['ns.dns.cluster.local.']);
+    // RFC 1035 §3.3.11: the name server's address rides along.
+    expect(ns.additionals.filter((r) => r.type !== QTYPE.OPT).map((r) => [r.name, r.address])).toEqual([
+      ['ns.dns.cluster.local.', '10.96.0.10'],
+    ]);
     expect(t.ask('ns.dns.cluster.local.', QTYPE.A).answers.map((r) => r.address)).toEqual(['10.96.0.10']);
   });
 

@@ -1,8 +1,15 @@
 #!/usr/bin/env node
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
-import { recordBuilderFlags, toRecordBuilderOptions } from './options.js';
+import { prometheusPortArgs, recordBuilderFlags, toRecordBuilderOptions } from './options.js';
 import { createRecordBuilder } from './record-builder.js';
 
+const hooks = nodeProcessHooks();
+// kube-dns's PROMETHEUS_PORT, as kube-dns.yaml sets it: the metrics port, unless a flag says otherwise.
+const fromEnv = prometheusPortArgs(process.env.PROMETHEUS_PORT);
+if ('error' in fromEnv) {
+  hooks.stderr(`record-builder: ${fromEnv.error}\n`);
+  hooks.exit(2);
+}
 await runMain(
   {
     program: 'record-builder',
@@ -24,5 +31,5 @@ await runMain(
       return { shutdown: () => builder.shutdown() };
     },
   },
-  nodeProcessHooks(),
+  { ...hooks, argv: ['args' in fromEnv ? fromEnv.args : [], hooks.argv].flat() },
 );

@@ -253,3 +253,15 @@ export function parseHostPort(raw: string, name: string): { host: string; port: 
     throw new FlagError(name, raw, 'ip:port, such as 127.0.0.1:53 or [::1]:53');
   return { host, port: portNumber };
 }
+
+/**
+ * The flag kube-dns's PROMETHEUS_PORT environment variable stands for, placed before the command
+ * line's own flags so that an explicit --metrics-port still wins; or what is wrong with it.
+ */
+export function prometheusPortArgs(value: string | undefined): { args: string[] } | { error: string } {
+  if (value === undefined || value === '') return { args: [] };
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535)
+    return { error: `invalid value ${JSON.stringify(value)} for PROMETHEUS_PORT: expected a port number (0-65535)` };
+  return { args: [`--metrics-port=${port}`] };
+}

@@ -49,6 +49,8 @@ export async function startRecordBuilder(
     waitForReady?: boolean;
     beforeStart?: (api: TestApiServer) => void;
     api?: Omit<ApiServerOptions, 'objects'>;
+    /** Environment for the process; a PROMETHEUS_PORT here takes the place of the loopback args' --metrics-port. */
+    env?: Record<string, string>;
   } = {},
 ): Promise<RecordBuilderUnderTest> {
   const api = await startApiServer({ ...options.api, objects });
@@ -59,7 +61,12 @@ export async function startRecordBuilder(
   await writeFile(kubeconfig, api.kubeconfigYaml());
   const proc = await launchProcess({
     script: MAIN,
-    args: [`--kubecfg-file=${kubeconfig}`, ...LOOPBACK_ARGS, ...args],
+    args: [
+      `--kubecfg-file=${kubeconfig}`,
+      ...LOOPBACK_ARGS.filter((a) => !(options.env?.PROMETHEUS_PORT && a.startsWith('--metrics-port'))),
+      ...args,
+    ],
+    ...(options.env ? { env: options.env } : {}),
     readyMsg: options.waitForReady === false ? 'listening' : 'ready',
   });
   cleanups.push(() => proc.stop('SIGKILL'));

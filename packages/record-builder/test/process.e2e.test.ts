@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { fixtures, launchProcess, runCommand, waitFor } from '@cluster-dns/testkit';
+import { fixtures, freePort, launchProcess, runCommand, waitFor } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -40,6 +40,25 @@ describe('record-builder as a process', () => {
     const out = await run(args);
     expect(out.status).toBe(2);
     expect(out.stderr).toContain(message);
+  });
+
+  it('exits 2 on a PROMETHEUS_PORT that is not a port, naming it', async () => {
+    const out = await runCommand(process.execPath, [MAIN, '--dns-port=0'], {
+      env: { KUBECONFIG: '', PROMETHEUS_PORT: 'ten-o-fifty-five' },
+    });
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain('PROMETHEUS_PORT');
+  });
+
+  it('serves /metrics on PROMETHEUS_PORT, as kube-dns.yaml sets it, unless --metrics-port says otherwise', async () => {
+    const port = await freePort();
+    const rb = await startRecordBuilder([], [], { env: { PROMETHEUS_PORT: String(port) } });
+    expect(rb.metricsPort).toBe(port);
+    expect(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).toContain(
+      'skydns_skydns_dns_request_count_total',
+    );
+    const explicit = await startRecordBuilder([], ['--metrics-port=0'], { env: { PROMETHEUS_PORT: String(port) } });
+    expect(explicit.metricsPort).not.toBe(port);
   });
 
   it('exits 1 with a clear message when no API configuration can be found', async () => {

@@ -119,7 +119,7 @@ export {
   readPlainQuery,
   sameNameOctets,
 } from './query.js';
-export { assembleReply, copyRecord, recordTarget } from './record-copy.js';
+export { assembleReply, copyRecord, copyWithoutOpt, recordTarget } from './record-copy.js';
 export type {
   AaaaRecord,
   ARecord,
@@ -146,7 +146,7 @@ export {
   type TemplatePatch,
   type Transport,
 } from './response.js';
-export { copyWithoutOpt, type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
+export { type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply, truncateToQuestion } from './truncate.js';

@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, QTYPE } from './constants.js';
 import { readName, writeName } from './names-on-wire.js';
-import type { ScannedRecord } from './response-scan.js';
+import { type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 
 /** Octets of RDATA before the embedded name(s), for the types whose RDATA may be compressed. */
 const NAME_AFTER: Partial<Record<number, number>> = {
@@ -61,4 +61,25 @@ export function assembleReply(
   head.writeUInt16BE(sections[1].length, 8);
   head.writeUInt16BE(sections[2].length, 10);
   return Buffer.concat([head, question, ...sections[0], ...sections[1], ...sections[2]]);
+}
+
+/**
+ * A copy of the reply without its OPT record, its scan still right for it: what a forwarder keeps
+ * of an upstream's reply, after one walk. The OPT is last in most replies; records that follow it
+ * (RFC 6891 lets it stand anywhere in the additional section) are kept, copied with their names
+ * spelt out, since a compression pointer among them could point past the OPT's place.
+ */
+export function copyWithoutOpt(msg: Buffer, scanned: ScannedResponse): { wire: Buffer; scanned: ScannedResponse } {
+  const opt = scanned.opt;
+  if (!opt) return { wire: Buffer.from(msg), scanned };
+  const after = scanned.records.filter((r) => r.start > opt.start);
+  if (after.length === 0) {
+    const wire = Buffer.allocUnsafe(opt.start);
+    msg.copy(wire, 0, 0, opt.start);
+    wire.writeUInt16BE(msg.readUInt16BE(10) - 1, 10);
+    return { wire, scanned: { ...scanned, opt: undefined } };
+  }
+  const wire = Buffer.concat([msg.subarray(0, opt.start), ...after.map((r) => copyRecord(msg, r))]);
+  wire.writeUInt16BE(msg.readUInt16BE(10) - 1, 10);
+  return { wire, scanned: scanResponse(wire) };
 }

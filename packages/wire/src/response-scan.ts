@@ -1,4 +1,4 @@
-import { Buffer } from 'node:buffer';
+import type { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, QTYPE, RCODE_MASK } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { wireTtl } from './message.js';
@@ -80,20 +80,4 @@ export function scanResponse(msg: Buffer): ScannedResponse {
     records,
     opt,
   };
-}
-
-/**
- * A copy of the reply without its OPT record, its scan still right for it: what a forwarder keeps
- * of an upstream's reply, after one walk. The OPT is last in every reply we know of; should records
- * follow it, they are left out too, not moved: their names may point at each other, and additional
- * records are optional (RFC 2181 §9).
- */
-export function copyWithoutOpt(msg: Buffer, scanned: ScannedResponse): { wire: Buffer; scanned: ScannedResponse } {
-  const opt = scanned.opt;
-  if (!opt) return { wire: Buffer.from(msg), scanned };
-  const wire = Buffer.allocUnsafe(opt.start);
-  msg.copy(wire, 0, 0, opt.start);
-  const records = scanned.records.filter((r) => r.start < opt.start);
-  wire.writeUInt16BE(records.filter((r) => r.section === 'additional').length, 10);
-  return { wire, scanned: { ...scanned, records, opt: undefined } };
 }
