@@ -276,6 +276,37 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
         // Cached now, for up to 30 s (the Corefile's success TTL). The delete must reach it at once.
         expect(await ask(fqdn)).toBe(address);
+        // Its endpoints, as the EndpointSlice controller writes them: each layer times the change
+        // from the trigger time (the programming-latency SLI), the node cache included.
+        const slicePath = join(dir, `slice-${firewall}.json`);
+        writeFileSync(
+          slicePath,
+          JSON.stringify({
+            apiVersion: 'discovery.k8s.io/v1',
+            kind: 'EndpointSlice',
+            metadata: {
+              name: `${name}-1`,
+              namespace: 'default',
+              labels: { 'kubernetes.io/service-name': name },
+              annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() },
+            },
+            addressType: 'IPv4',
+            endpoints: [{ addresses: ['10.244.7.7'], conditions: { ready: true } }],
+            ports: [{ name: '', port: 80, protocol: 'TCP' }],
+          }),
+        );
+        await kubectl('apply', '-f', slicePath);
+        const SLI =
+          /^coredns_kubernetes_dns_programming_duration_seconds_count\{service_kind="cluster_ip"\} ([1-9]\d*)$/m;
+        for (const [layer, url, netns] of [
+          ['record-builder', `http://127.0.0.1:${rbMetrics}/metrics`, dnsPod],
+          ['Pod forwarder', `http://127.0.0.1:${podForwarderMetrics}/metrics`, dnsPod],
+          ['node cache', `http://${LOCAL_IP}:9253/metrics`, pod],
+        ] as const)
+          await waitFor(async () => SLI.test(await httpGet(netns, url)) || undefined, {
+            what: `the change timed at the ${layer}`,
+            timeoutMs: 10_000,
+          });
         const deletedAt = performance.now();
         await kubectl('delete', 'service', name);
         try {

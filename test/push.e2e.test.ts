@@ -162,6 +162,69 @@ describe('push invalidation: record-builder NOTIFY → forwarder IXFR', () => {
     ).toBeGreaterThan(0);
   }, 60_000);
 
+  it('times an EndpointSlice change from its trigger time at the record-builder and at the forwarder (the SLI)', async () => {
+    const s = await startStack();
+    await pushed(s);
+    const SLI = 'coredns_kubernetes_dns_programming_duration_seconds';
+    const timed = async (which: 'rb' | 'fw') => {
+      const text = await s.metrics(which);
+      return {
+        count: counter(text, `${SLI}_count`, '{service_kind="headless_with_selector"}'),
+        sum: counter(text, `${SLI}_sum`, '{service_kind="headless_with_selector"}'),
+      };
+    };
+    // As the EndpointSlice controller writes it: the trigger time (RFC 3339, to the nanosecond)
+    // of the change it reflects, here a pod that turned not ready 300 ms ago.
+    const slice = (ready: boolean, trigger: Date, label = 'a') => {
+      const object = fixtures.endpointSlice(
+        'data',
+        'pg',
+        'pg-1',
+        [
+          { addresses: ['10.244.1.31'], hostname: 'pg-0' },
+          { addresses: ['10.244.1.32'], hostname: 'pg-1', ready },
+        ],
+        { ports: [{ name: 'pg', port: 5432 }] },
+      );
+      object.metadata = {
+        ...object.metadata,
+        labels: { ...(object.metadata?.labels ?? {}), revision: label },
+        annotations: {
+          'endpoints.kubernetes.io/last-change-trigger-time': trigger.toISOString().replace('Z', '123456Z'),
+        },
+      };
+      return object;
+    };
+    expect(await timed('rb')).toEqual({ count: 0, sum: 0 });
+    const trigger = new Date(Date.now() - 300);
+    s.api.apply(slice(false, trigger));
+    await timeUntil(async () => addresses(await s.ask(`pg.data.${Z}`)).join() === '10.244.1.31');
+    for (const which of ['rb', 'fw'] as const) {
+      const at = await waitFor(async () => ((await timed(which)).count === 1 ? timed(which) : undefined), {
+        what: `the change timed at the ${which}`,
+      });
+      // From the trigger time, so at least the 300 ms before the write; well under a second after.
+      expect(at.sum, which).toBeGreaterThanOrEqual(0.3);
+      expect(at.sum, which).toBeLessThan(5);
+    }
+    // Written again with the same trigger time (a label changed: the controller did not touch
+    // the endpoints): a zone change the forwarder takes, but nothing to time again.
+    const transfers = counter(
+      await s.metrics('fw'),
+      'clusterdns_forwarder_zone_transfers_total',
+      '{result="incremental"}',
+    );
+    s.api.apply(slice(false, trigger, 'b'));
+    await waitFor(
+      async () =>
+        counter(await s.metrics('fw'), 'clusterdns_forwarder_zone_transfers_total', '{result="incremental"}') >
+        transfers,
+      { what: 'the forwarder to take the relabelled slice' },
+    );
+    expect((await timed('rb')).count).toBe(1);
+    expect((await timed('fw')).count).toBe(1);
+  });
+
   it('converges within --soa-check-interval when NOTIFYs are lost', async () => {
     // A relay between the two that the test can cut: the path NOTIFYs take.
     const relay = dgram.createSocket('udp4');

@@ -1,4 +1,11 @@
-import { collectProcessMetrics, counterFrom, gaugeFrom, labelledFrom, registerHistogram } from '@cluster-dns/runtime';
+import {
+  collectProcessMetrics,
+  counterFrom,
+  gaugeFrom,
+  labelledFrom,
+  registerHistogram,
+  registerProgrammingLatency,
+} from '@cluster-dns/runtime';
 import type { TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
 import type { ReplyCache } from './cache.js';
@@ -130,6 +137,7 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['result'],
     () => [...zones.counts.transfers].map(([result, n]) => [{ result }, n]),
   );
+  registerProgrammingLatency(registry, zones.counts.programming);
   counterFrom(
     registry,
     'clusterdns_forwarder_cache_invalidated_total',

@@ -99,7 +99,7 @@ describe('worker peers: one zone sync, every worker’s cache', () => {
     const name = toFqdn(`web.shop.svc.${Z}`);
     const w = workers(3, [
       { kind: 'up-to-date', serial: 5 },
-      { kind: 'incremental', serial: 6, names: new Set([name]) },
+      { kind: 'incremental', serial: 6, names: new Set([name]), programmed: [] },
     ]);
     // Entering push mode (worker 2 received it): the zone is flushed in every cache.
     expect(await w.syncs[2]?.notify(Z, '127.0.0.1')).toBe('accepted');

@@ -2,7 +2,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
 import { closestZone, type Fqdn } from '@cluster-dns/wire';
 import type { StatsSnapshot } from './chaos-stats.js';
-import type { ZoneChanged, ZoneSync, ZoneSyncCounts } from './zone-sync.js';
+import { type ZoneChanged, type ZoneSync, zoneSyncCounts } from './zone-sync.js';
 
 /** What workers tell each other (worker_threads' BroadcastChannel: every other worker hears it). */
 export type PeerMessage =
@@ -173,7 +173,7 @@ function mirror(
   pending: Map<number, (message: PeerMessage) => void>,
 ): ZoneSync {
   const zones = new Map<Fqdn, Mirrored>();
-  const counts: ZoneSyncCounts = { transfers: new Map(), invalidated: 0 };
+  const counts = zoneSyncCounts();
   handlers.push((message) => {
     if (message.t === 'zone') {
       const state = zones.get(message.zone) ?? { serial: message.serial, epoch: 0 };

@@ -6,7 +6,10 @@ import { createZoneSync } from './zone-sync.js';
 const Z = toFqdn('cluster.local');
 const RB = { host: '127.0.0.1', port: 10053 };
 
-function harness(transfer: (serial: number) => Promise<ZoneChange>, extra: { recheckAfterMs?: number[] } = {}) {
+function harness(
+  transfer: (serial: number) => Promise<ZoneChange>,
+  extra: { recheckAfterMs?: number[]; now?: () => number } = {},
+) {
   const evicted: Fqdn[][] = [];
   const flushed: Fqdn[] = [];
   let serial = 100;
@@ -53,6 +56,7 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
       kind: 'incremental',
       serial: 101,
       names: new Set([toFqdn(`new.shop.svc.${Z}`)]),
+      programmed: [],
     }));
     expect(await h.sync.notify(Z, '::ffff:127.0.0.1')).toBe('accepted');
     expect(h.flushed).toEqual([Z]);
@@ -91,7 +95,7 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
     const h = harness(
       () =>
         new Promise<ZoneChange>((resolve) => {
-          releases.push(() => resolve({ kind: 'incremental', serial: ++serial, names: new Set() }));
+          releases.push(() => resolve({ kind: 'incremental', serial: ++serial, names: new Set(), programmed: [] }));
         }),
     );
     const entering = h.sync.notify(Z, '127.0.0.1');
@@ -114,6 +118,7 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
       kind: 'incremental',
       serial: from + 5,
       names: new Set([toFqdn(`a.b.svc.${Z}`)]),
+      programmed: [],
     }));
     await h.sync.notify(Z, '127.0.0.1');
     expect(h.transfers).toEqual([100]);
@@ -131,7 +136,7 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
   });
 
   it('evicts the apex on every change, names or not: its SOA carries the serial', async () => {
-    const h = harness(async (from) => ({ kind: 'incremental', serial: from + 1, names: new Set() }));
+    const h = harness(async (from) => ({ kind: 'incremental', serial: from + 1, names: new Set(), programmed: [] }));
     await h.sync.notify(Z, '127.0.0.1');
     expect(h.evicted).toEqual([[Z]]);
   });
@@ -154,7 +159,7 @@ describe('serialNewer (RFC 1982)', () => {
         { kind: 'up-to-date', serial: 100 },
         { kind: 'up-to-date', serial: 100 },
         { kind: 'up-to-date', serial: 100 },
-        { kind: 'incremental', serial: 101, names: new Set([name]) },
+        { kind: 'incremental', serial: 101, names: new Set([name]), programmed: [] },
       ];
       const h = harness(async () => results.shift() ?? { kind: 'up-to-date', serial: 101 }, {
         recheckAfterMs: [100, 400],
@@ -176,5 +181,36 @@ describe('serialNewer (RFC 1982)', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it('times each change it applied from its trigger time to the moment its stale entries were dropped', async () => {
+    const clock = 1_700_000_000_000;
+    const h = harness(
+      async (from) => ({
+        kind: 'incremental',
+        serial: from + 2,
+        names: new Set([toFqdn(`pg.data.svc.${Z}`)]),
+        programmed: [
+          { kind: 'headless_with_selector', triggerMs: clock - 40 },
+          { kind: 'cluster_ip', triggerMs: clock - 3_000 },
+        ],
+      }),
+      { now: () => clock },
+    );
+    await h.sync.notify(Z, '127.0.0.1');
+    const text = (name: string) =>
+      h.sync.counts.programming.store
+        .values(name)
+        .filter((v) => v.metricName.endsWith('_count') || v.metricName.endsWith('_sum'))
+        .map((v) => `${v.metricName}{${v.labels.service_kind}} ${v.value}`);
+    // Read as the histogram it feeds: one change per kind, 40 ms and 3 s after their triggers.
+    expect(text('p').sort()).toEqual(
+      [
+        'p_count{cluster_ip} 1',
+        'p_count{headless_with_selector} 1',
+        'p_sum{cluster_ip} 3',
+        'p_sum{headless_with_selector} 0.04',
+      ].sort(),
+    );
   });
 });

@@ -1,4 +1,4 @@
-import type { Logger } from '@cluster-dns/runtime';
+import { type Logger, ProgrammingLatency } from '@cluster-dns/runtime';
 import { closestZone, type Fqdn, isInZone, parentOf, serialNewer, type ZoneChange } from '@cluster-dns/wire';
 
 export interface ZoneServer {
@@ -34,16 +34,28 @@ export interface ZoneSyncDeps {
    * NOTIFY or SOA check.
    */
   recheckAfterMs?: readonly number[];
+  /** The clock the programming latency is read on (ms since the epoch); Date.now by default. */
+  now?: () => number;
   log: Logger;
 }
 
 /** The hook told each change a zone sync applied. */
 export type ZoneChanged = NonNullable<ZoneSyncDeps['changed']>;
 
-/** What zone sync counts: transfers by result, and cache entries dropped because a name changed. */
+/**
+ * What zone sync counts: transfers by result, cache entries dropped because a name changed, and
+ * the programming latency of the changes it applied (the SLI, from the trigger times the
+ * record-builder hands on with each IXFR).
+ */
 export interface ZoneSyncCounts {
   transfers: Map<ZoneChange['kind'] | 'failed', number>;
   invalidated: number;
+  programming: ProgrammingLatency;
+}
+
+/** Counts at zero. */
+export function zoneSyncCounts(): ZoneSyncCounts {
+  return { transfers: new Map(), invalidated: 0, programming: new ProgrammingLatency() };
 }
 
 export interface ZoneSync {
@@ -84,7 +96,8 @@ interface ZoneState {
  */
 export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
   const zones = new Map<Fqdn, ZoneState>();
-  const counts: ZoneSyncCounts = { transfers: new Map(), invalidated: 0 };
+  const counts = zoneSyncCounts();
+  const now = deps.now ?? Date.now;
   const transferred = (result: ZoneChange['kind'] | 'failed') =>
     counts.transfers.set(result, (counts.transfers.get(result) ?? 0) + 1);
 
@@ -126,6 +139,9 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         }
         state.epoch++;
         dropped = deps.evictNames(names);
+        // Served from here on: what the changes made stale is gone, and the next asker gets them.
+        const at = now();
+        for (const p of change.programmed) counts.programming.observe(p.kind, p.triggerMs, at);
       }
       counts.invalidated += dropped;
       state.serial = change.serial;

@@ -54,7 +54,7 @@ export function createZoneTransfers(deps: {
     },
     transfer: async (server, zone, serial) => {
       const reader = new ZoneChangeReader();
-      const query = buildIxfrQuery(randomQueryId(), zone, serial);
+      const query = buildIxfrQuery(randomQueryId(), zone, serial, { programmingTimes: true });
       const onMessage = (m: Buffer) => reader.push(m);
       const kept = keptFor(zone);
       if (kept) await kept.stream(server, query, { timeoutMs: options.forwardDeadlineMs, onMessage });

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
+import type { ProgrammedChange } from '@cluster-dns/wire';
 import type { FeedMarker, FeedUpdate, ResourceName, WorkerConfig, WorkerMessage } from './api-feed-protocol.js';
 import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceInfo } from './cluster-model.js';
 import type { ClusterState } from './cluster-state.js';
@@ -12,8 +13,8 @@ export interface ApiFeedHooks {
   onRelist(resource: ResourceName, reason: string): void;
   /** One update applied: how long it took here, and how long since the worker read it. */
   onApplied(resource: ResourceName, durationNs: bigint, delayMs: number): void;
-  /** An EndpointSlice with a last-change-trigger-time applied: the DNS programming latency. */
-  onProgrammed(serviceKind: string, seconds: number): void;
+  /** An EndpointSlice change with a new last-change-trigger-time is in the answers (the SLI). */
+  onProgrammed(change: ProgrammedChange): void;
 }
 
 export interface ApiFeedOptions {
@@ -87,12 +88,10 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
       case 'endpointslices':
       case 'endpoints': {
         const group = u.value as EndpointGroup | null;
-        if (group) state.upsertGroup(group);
-        else state.deleteGroup(u.namespace, u.name);
-        if (group?.triggerTimeMs) {
-          const kind = state.service(group.namespace, group.serviceName)?.kind ?? 'unknown';
-          hooks.onProgrammed(kind, Math.max(0, Date.now() - group.triggerTimeMs) / 1000);
-        }
+        if (group) {
+          const programmed = state.upsertGroup(group, synced.has(u.resource));
+          if (programmed) hooks.onProgrammed(programmed);
+        } else state.deleteGroup(u.namespace, u.name);
         break;
       }
       case 'pods':

@@ -1,4 +1,4 @@
-import { type Fqdn, ipv6Nibbles, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
+import { type Fqdn, ipv6Nibbles, type ProgrammedChange, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
 import { type AddressKey, addressKey, isIpv6Key, keyAddress } from './address-key.js';
 import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { reuseUnchanged } from './endpoint-group.js';
@@ -148,13 +148,33 @@ export class ClusterState {
     this.rebuilt(key);
   }
 
-  upsertGroup(update: EndpointGroup): void {
+  /**
+   * Applies an EndpointSlice. Returns the change to time for the programming-latency SLI when it
+   * carries a trigger time not seen before for this slice (a relist repeats the same one) and its
+   * Service is known, as CoreDNS times it: a ClusterIP or headless Service (a slice with a trigger
+   * time is the endpoint controller's, so the Service has a selector). The journal keeps it too,
+   * for the forwarders' IXFR. `timed` false: the first list, whose trigger times are history,
+   * not changes being programmed now.
+   */
+  upsertGroup(update: EndpointGroup, timed = true): ProgrammedChange | undefined {
     const key = serviceKey(update.namespace, update.name);
     const previous = this.groups.get(key);
     if (previous && previous.serviceName !== update.serviceName) this.deleteGroup(update.namespace, update.name);
     const group = reuseUnchanged(this.groups.get(key), this.words.group(update));
     const owner = serviceKey(group.namespace, group.serviceName);
     this.remember(owner);
+    const service = this.services.get(owner);
+    const kind =
+      service?.kind === 'cluster-ip'
+        ? 'cluster_ip'
+        : service?.kind === 'headless'
+          ? 'headless_with_selector'
+          : undefined;
+    const programmed =
+      timed && kind && group.triggerTimeMs && group.triggerTimeMs !== previous?.triggerTimeMs
+        ? ({ kind, triggerMs: group.triggerTimeMs } as const)
+        : undefined;
+    if (programmed && this.pendingEntry?.kind === 'service') this.pendingEntry = { ...this.pendingEntry, programmed };
     this.endpoints += group.count - (this.groups.get(key)?.count ?? 0);
     this.groups.set(key, group);
     let byName = this.groupsByService.get(owner);
@@ -164,6 +184,7 @@ export class ClusterState {
     }
     byName.set(key, group);
     this.rebuilt(owner);
+    return programmed;
   }
 
   deleteGroup(namespace: string, name: string): void {

@@ -5,12 +5,15 @@ import {
   HistogramStore,
   LabelledCounts,
   labelledFrom,
+  ProgrammingLatency,
   registerHistogram,
+  registerProgrammingLatency,
   typeIndexOf,
 } from '@cluster-dns/runtime';
 import {
   type DnsListener,
   FLAG,
+  type ProgrammedChange,
   QTYPE,
   type QueryOutcome,
   RCODE,
@@ -155,13 +158,8 @@ export function createRecordBuilderMetrics(registry: Registry) {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const programming = new Histogram({
-    name: 'clusterdns_recordbuilder_dns_programming_duration_seconds',
-    help: "DNS programming latency (CoreDNS's SLI): from an EndpointSlice's last-change-trigger-time to its records being in the answers, by service_kind.",
-    labelNames: ['service_kind'],
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
-    registers: [registry],
-  });
+  const programming = new ProgrammingLatency();
+  registerProgrammingLatency(registry, programming);
   const watchErrors = new Counter({
     name: 'clusterdns_recordbuilder_watch_errors_total',
     help: 'List or watch failures, by resource. The last known state keeps being served.',
@@ -331,8 +329,8 @@ export function createRecordBuilderMetrics(registry: Registry) {
       if (stats.coalesced > coalescedSeen) coalesced.inc(stats.coalesced - coalescedSeen);
       coalescedSeen = stats.coalesced;
     },
-    programmed(serviceKind: string, seconds: number): void {
-      programming.labels(serviceKind).observe(seconds);
+    programmed(change: ProgrammedChange): void {
+      programming.observe(change.kind, change.triggerMs, Date.now());
     },
     watchError(resource: ResourceName): void {
       watchErrors.labels(resource).inc();

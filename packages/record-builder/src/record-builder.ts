@@ -175,7 +175,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       onError: (r) => metrics.watchError(r),
       onRelist: (r, reason) => metrics.relisted(r, reason),
       onApplied: (r, ns, delayMs) => metrics.eventApplied(r, ns, delayMs),
-      onProgrammed: (kind, seconds) => metrics.programmed(kind, seconds),
+      onProgrammed: (change) => metrics.programmed(change),
     },
   });
 

@@ -11,7 +11,7 @@ import {
 } from '@cluster-dns/wire';
 import type { ZoneView } from './answer-builder.js';
 import type { ZoneRequest } from './zone-stage.js';
-import { incrementalTransfer, zoneTransfer } from './zone-transfer.js';
+import { asksProgrammingTimes, incrementalTransfer, zoneTransfer } from './zone-transfer.js';
 
 /**
  * Zone transfers, for the forwarders kept fresh by push and for secondaries: AXFR over TCP only,
@@ -48,7 +48,7 @@ export class TransferStage implements Stage<ZoneRequest> {
     if (this.memo.serial !== this.view.state.serial) {
       this.memo = { serial: this.view.state.serial, replies: new Map(), bytes: 0 };
     }
-    const key = `${context.transport}|${q.qname}|${q.qclass}|${from}`;
+    const key = `${context.transport}|${q.qname}|${q.qclass}|${from}|${asksProgrammingTimes(q)}`;
     const kept = this.memo.replies.get(key);
     if (kept) {
       this.onTransfer?.('ixfr', kept.result);

@@ -1,4 +1,4 @@
-import type { Fqdn, Rr } from '@cluster-dns/wire';
+import type { Fqdn, ProgrammedChange, Rr } from '@cluster-dns/wire';
 import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
 
 /**
@@ -15,6 +15,8 @@ export type JournalEntry =
       readonly owner: string;
       readonly service: ServiceInfo | undefined;
       readonly groups: readonly EndpointGroup[];
+      /** An EndpointSlice change with a trigger time: handed on with the IXFR (programming-times.ts). */
+      readonly programmed?: ProgrammedChange;
     }
   | {
       readonly serial: number;

@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import {
   buildIxfrQuery,
   buildQueryMessage,
@@ -219,5 +220,73 @@ describe('IXFR from the change journal (RFC 1995)', () => {
     expect(refused[0]?.flags.rcode).toBe(RCODE.REFUSED);
     const bare = encodeMessage(buildQueryMessage(3, Z, QTYPE.IXFR));
     expect(decodeMessage(t.messages(bare, ALLOWED)[0] as Buffer).flags.rcode).toBe(RCODE.FORMERR);
+  });
+});
+
+describe('the trigger times handed on with an IXFR (the programming-latency SLI at the forwarders)', () => {
+  const PG_PORTS = [{ name: 'pg', port: 5432, protocol: 'tcp' as const }];
+  const pgSlice = (ready: boolean, triggerTimeMs: number) => ({
+    ...group(
+      'data',
+      'pg',
+      [
+        { ip: '10.244.1.31', hostname: 'pg-0' },
+        { ip: '10.244.1.32', hostname: 'pg-1', ready },
+      ],
+      PG_PORTS,
+    ),
+    triggerTimeMs,
+  });
+  const read = (messages: Buffer[]) => {
+    const reader = new ZoneChangeReader();
+    for (const m of messages) if (reader.push(m)) break;
+    const result = reader.result;
+    return result?.kind === 'incremental' ? result.programmed : undefined;
+  };
+
+  it('gives each slice change’s trigger time and its Service’s kind, once per change, to an asker that asks', () => {
+    const t = populated();
+    t.state.upsertService(svc('shop', 'api', { clusterIPs: ['10.96.0.30'] }));
+    const serial = t.state.serial;
+    expect(t.state.upsertGroup(pgSlice(false, 1_700_000_000_100))).toEqual({
+      kind: 'headless_with_selector',
+      triggerMs: 1_700_000_000_100,
+    });
+    t.state.upsertGroup({ ...group('shop', 'api', [{ ip: '10.244.2.1' }]), triggerTimeMs: 1_700_000_000_200 });
+    // The same slice again with the same trigger time (a relist): not a change being programmed.
+    expect(t.state.upsertGroup(pgSlice(false, 1_700_000_000_100))).toBeUndefined();
+    const asked = t.messages(buildIxfrQuery(8, Z, serial, { programmingTimes: true }), ALLOWED);
+    expect(read(asked)).toEqual([
+      { kind: 'headless_with_selector', triggerMs: 1_700_000_000_100 },
+      { kind: 'cluster_ip', triggerMs: 1_700_000_000_200 },
+    ]);
+    // In the first message's OPT, the only OPT of the reply.
+    expect(asked.map((m) => decodeMessage(m).additionals.filter((r) => r.type === QTYPE.OPT).length)).toEqual(
+      asked.map((_, i) => (i === 0 ? 1 : 0)),
+    );
+  });
+
+  it('sends no OPT to a client that did not ask (RFC 6891 §7), and none with a reverse zone’s transfer', () => {
+    const t = populated();
+    const serial = t.state.serial;
+    t.state.upsertGroup(pgSlice(false, 1_700_000_000_100));
+    const plain = t.messages(buildIxfrQuery(8, Z, serial), ALLOWED);
+    expect(plain.flatMap((m) => decodeMessage(m).additionals)).toEqual([]);
+    expect(read(plain)).toEqual([]);
+    const reverse = t.messages(buildIxfrQuery(9, REV, serial, { programmingTimes: true }), ALLOWED);
+    expect(read(reverse)).toEqual([]);
+    // The kept reply of the first asker is not the answer to the second: they asked differently.
+    expect(read(t.messages(buildIxfrQuery(10, Z, serial, { programmingTimes: true }), ALLOWED))).toHaveLength(1);
+  });
+
+  it('times nothing of the first list, of a slice without a trigger time, or of a Service not known', () => {
+    const t = populated();
+    expect(t.state.upsertGroup(pgSlice(false, 1_700_000_000_100), false)).toBeUndefined();
+    expect(t.state.upsertGroup(pgSlice(true, 0))).toBeUndefined();
+    expect(
+      t.state.upsertGroup({ ...group('nowhere', 'nobody', [{ ip: '10.244.9.9' }]), triggerTimeMs: 1_700_000_000_300 }),
+    ).toBeUndefined();
+    // A new trigger time on the slice whose first one was history: timed.
+    expect(t.state.upsertGroup(pgSlice(false, 1_700_000_000_400))?.triggerMs).toBe(1_700_000_000_400);
   });
 });

@@ -1,9 +1,15 @@
 import type { Buffer } from 'node:buffer';
 import {
+  ednsOption,
+  encodeProgrammingTimes,
   type Fqdn,
   isInZone,
   MessageWriter,
+  type OpaqueRecord,
+  optRecordWith,
   type ParsedQuery,
+  PROGRAMMING_TIMES_OPTION,
+  type ProgrammedChange,
   QCLASS,
   QTYPE,
   type Rr,
@@ -58,13 +64,15 @@ export function* zoneContents(view: ZoneView): Generator<{ owner: string; record
  * Written with wire's MessageWriter (names compressed), not dns2's encoder: a thousand node caches
  * catching up made zone transfers the record-builder's busiest work, and dns2 spent most of it.
  */
-function* messagesOf(q: ParsedQuery, records: Iterable<Rr>): Generator<Buffer> {
+function* messagesOf(q: ParsedQuery, records: Iterable<Rr>, opt?: OpaqueRecord): Generator<Buffer> {
   let writer = new MessageWriter(4096);
   let count = 0;
   let first = true;
   const flags = { qr: true, opcode: 0, aa: true, tc: false, rd: q.rd, ra: false, ad: false, cd: false, rcode: 0 };
   writer.question(q.qname, q.qtype, q.qclass);
   const message = () => {
+    // The OPT (when asked) in the first message only: it is read once per transfer.
+    if (first && opt) writer.record(3, opt);
     const out = writer.finish(q.id, flags);
     writer = new MessageWriter(4096);
     count = 0;
@@ -155,7 +163,30 @@ export function incrementalTransfer(
   const { deleted, added } = zoneDiff(view, zone, entries);
   const theirs: Rr = { ...current, soa: { ...(current.soa as NonNullable<Rr['soa']>), serial: clientSerial } } as Rr;
   return {
-    messages: [...messagesOf(q, [current, theirs, ...deleted, current, ...added, current])],
+    messages: [
+      ...messagesOf(
+        q,
+        [current, theirs, ...deleted, current, ...added, current],
+        programmingOpt(view, zone, q, entries),
+      ),
+    ],
     result: 'incremental',
   };
+}
+
+/**
+ * The OPT carrying the trigger times of the changes a transfer brings, when the query asked for
+ * them (programming-times.ts). The cluster zone's transfer only: a change's reverse-zone records
+ * come by another transfer, and each change is timed once per instance.
+ */
+function programmingOpt(view: ZoneView, zone: Fqdn, q: ParsedQuery, entries: readonly JournalEntry[]) {
+  if (zone !== view.zone || !asksProgrammingTimes(q)) return undefined;
+  const changes: ProgrammedChange[] = [];
+  for (const entry of entries) if (entry.kind === 'service' && entry.programmed) changes.push(entry.programmed);
+  return optRecordWith(PROGRAMMING_TIMES_OPTION, encodeProgrammingTimes(changes));
+}
+
+/** Whether an IXFR query asks for the changes' trigger times: part of what its reply is kept by. */
+export function asksProgrammingTimes(q: ParsedQuery): boolean {
+  return q.edns !== undefined && ednsOption(q.raw, PROGRAMMING_TIMES_OPTION) !== undefined;
 }

@@ -32,6 +32,12 @@ export {
 export { counterFrom, gaugeFrom, labelledFrom } from './metrics-from.js';
 export { collectProcessMetrics } from './process-metrics.js';
 export {
+  PROGRAMMING_DURATION_BUCKETS,
+  PROGRAMMING_DURATION_NAME,
+  ProgrammingLatency,
+  registerProgrammingLatency,
+} from './programming-latency.js';
+export {
   COREDNS_DURATION_BUCKETS,
   HistogramStore,
   LabelledCounts,

@@ -98,7 +98,7 @@ export { flagsWord, MessageWriter } from './message-writer.js';
 export { ANY_PREFERENCE, anyAnswerType, minimalAnyReply } from './minimal-any.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
 export { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
-export { encodeOptRecord } from './opt-record.js';
+export { ednsOption, encodeOptRecord, optRecordWith } from './opt-record.js';
 export {
   createQueryPipeline,
   type DnsRequest,
@@ -107,6 +107,14 @@ export {
   type QueryOutcome,
   type Rejection,
 } from './pipeline.js';
+export {
+  decodeProgrammingTimes,
+  encodeProgrammingTimes,
+  MAX_PROGRAMMED_PER_TRANSFER,
+  PROGRAMMING_TIMES_OPTION,
+  type ProgrammedChange,
+  type ProgrammedKind,
+} from './programming-times.js';
 export {
   type Edns,
   nameHashOf,

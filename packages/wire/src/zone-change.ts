@@ -1,8 +1,11 @@
-import type { Buffer } from 'node:buffer';
+import { Buffer } from 'node:buffer';
 import { FLAG, OPCODE, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE, RCODE_MASK } from './constants.js';
 import { ClusterDnsError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
 import { DEFAULT_FLAGS, decodeMessage, encodeMessage } from './message.js';
+import { MessageWriter } from './message-writer.js';
+import { ednsOption, optRecordWith } from './opt-record.js';
+import { decodeProgrammingTimes, PROGRAMMING_TIMES_OPTION, type ProgrammedChange } from './programming-times.js';
 import type { DecodedRr, SoaRecord } from './records.js';
 
 /**
@@ -31,24 +34,27 @@ export function isNotifyAck(reply: Buffer): boolean {
   );
 }
 
-/** An IXFR query (RFC 1995 §3): the zone, and in the authority section the SOA of the version held. */
-export function buildIxfrQuery(id: number, zone: Fqdn, serial: number): Buffer {
-  return encodeMessage({
-    id,
-    flags: DEFAULT_FLAGS,
-    questions: [{ name: zone, type: QTYPE.IXFR, class: QCLASS.IN }],
-    answers: [],
-    authorities: [
-      {
-        name: zone,
-        type: QTYPE.SOA,
-        class: QCLASS.IN,
-        ttl: 0,
-        soa: { primary: '.', admin: '.', serial, refresh: 0, retry: 0, expiration: 0, minimum: 0 },
-      },
-    ],
-    additionals: [],
+/**
+ * An IXFR query (RFC 1995 §3): the zone, and in the authority section the SOA of the version held.
+ * `programmingTimes` asks our record-builder for the changes' trigger times (programming-times.ts)
+ * with an empty option in an OPT record.
+ */
+export function buildIxfrQuery(
+  id: number,
+  zone: Fqdn,
+  serial: number,
+  options: { programmingTimes?: boolean } = {},
+): Buffer {
+  const writer = new MessageWriter(128).question(zone, QTYPE.IXFR, QCLASS.IN);
+  writer.record(2, {
+    name: zone,
+    type: QTYPE.SOA,
+    class: QCLASS.IN,
+    ttl: 0,
+    soa: { primary: '.', admin: '.', serial, refresh: 0, retry: 0, expiration: 0, minimum: 0 },
   });
+  if (options.programmingTimes) writer.record(3, optRecordWith(PROGRAMMING_TIMES_OPTION, Buffer.alloc(0)));
+  return writer.finish(id, DEFAULT_FLAGS);
 }
 
 /** The serial of the SOA in an IXFR query's authority section, or undefined when it has none. */
@@ -60,7 +66,13 @@ export function ixfrQuerySerial(query: Buffer): number | undefined {
 /** What a zone transfer said: nothing new, these names changed, or here is the whole zone. */
 export type ZoneChange =
   | { readonly kind: 'up-to-date'; readonly serial: number }
-  | { readonly kind: 'incremental'; readonly serial: number; readonly names: ReadonlySet<Fqdn> }
+  | {
+      readonly kind: 'incremental';
+      readonly serial: number;
+      readonly names: ReadonlySet<Fqdn>;
+      /** The trigger times of the EndpointSlice changes it brings, when asked for and given. */
+      readonly programmed: readonly ProgrammedChange[];
+    }
   | { readonly kind: 'full'; readonly serial: number };
 
 /**
@@ -74,6 +86,7 @@ export class ZoneChangeReader {
   private seen = 0;
   private soas = 0;
   private readonly names = new Set<Fqdn>();
+  private readonly programmed: ProgrammedChange[] = [];
   private outcome: ZoneChange | undefined;
 
   /** Takes one message; true when the transfer is complete (then `result` is set). */
@@ -81,6 +94,8 @@ export class ZoneChangeReader {
     const decoded = decodeMessage(message);
     if (decoded.flags.rcode !== RCODE.NOERROR)
       throw new ZoneTransferError(`transfer refused: rcode ${decoded.flags.rcode}`);
+    const times = ednsOption(message, PROGRAMMING_TIMES_OPTION);
+    if (times) this.programmed.push(...decodeProgrammingTimes(times));
     for (const rr of decoded.answers) if (this.take(rr)) return true;
     // A lone SOA in a message of its own: up to date (or a UDP reply telling us to use TCP).
     if (this.seen === 1 && decoded.answers.length === 1 && this.serial !== undefined) {
@@ -114,7 +129,7 @@ export class ZoneChangeReader {
       this.soas++;
       // The closing SOA: the current serial again, after an even number of step SOAs.
       if ((rr as SoaRecord).soa.serial === serial && this.soas % 2 === 1 && this.soas > 1) {
-        this.outcome = { kind: 'incremental', serial, names: this.names };
+        this.outcome = { kind: 'incremental', serial, names: this.names, programmed: this.programmed };
         return true;
       }
       return false;
