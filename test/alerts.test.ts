@@ -71,6 +71,65 @@ describe('alert rules', () => {
   });
 });
 
+/** Every selector of a metric of ours (or `up`) in an expression: name and what is between its braces. */
+function selectors(expr: string): Array<{ name: string; labels: string }> {
+  const out: Array<{ name: string; labels: string }> = [];
+  for (const m of expr.matchAll(
+    /\b((?:coredns|clusterdns|kubedns|skydns|process|nodejs)_[a-z0-9_]+|up)\b(\{[^}]*\})?/g,
+  ))
+    out.push({ name: m[1] as string, labels: m[2] ?? '' });
+  return out;
+}
+
+describe('scoped to our jobs', () => {
+  // The jobs the ServiceMonitors give (their jobLabel, k8s-app): what the rules and the dashboard select.
+  const monitors = loadAllYaml(readFileSync(`${root}/manifests/extras/servicemonitor.yaml`, 'utf8')) as Array<{
+    metadata: { name: string };
+    spec: { jobLabel: string; selector: { matchLabels: Record<string, string> } };
+  }>;
+  const jobs = monitors.map((m) => m.spec.selector.matchLabels[m.spec.jobLabel]);
+
+  it('scrapes the Pods as job kube-dns and the node caches as job node-local-dns', () => {
+    expect(jobs).toEqual(['kube-dns', 'node-local-dns']);
+  });
+
+  it('names its job in every selector of every alert (a CoreDNS scraped beside us is never counted)', () => {
+    const unscoped = ruleDoc.spec.groups
+      .flatMap((g) => g.rules)
+      .flatMap((r) => selectors(r.expr).map((s) => ({ ...s, alert: r.alert })))
+      .filter((s) => !/job=~?"(kube-dns|node-local-dns)(\|(kube-dns|node-local-dns))?"/.test(s.labels));
+    expect(unscoped).toEqual([]);
+  });
+
+  it('names $namespace and a job variable in every selector of the dashboard, the node caches’ row its own', () => {
+    const dashboard = JSON.parse(readFileSync(`${root}/manifests/extras/grafana-dashboard.json`, 'utf8')) as {
+      templating: { list: Array<{ name: string; current?: { value?: string } }> };
+      panels: Array<{ type: string; title: string; targets?: Array<{ expr: string }> }>;
+    };
+    const defaults = Object.fromEntries(dashboard.templating.list.map((v) => [v.name, v.current?.value]));
+    expect(defaults).toMatchObject({ namespace: 'kube-system', job: jobs[0], nodecache_job: jobs[1] });
+    let row = '';
+    const wrong: string[] = [];
+    for (const panel of dashboard.panels) {
+      if (panel.type === 'row') row = panel.title;
+      for (const { expr } of panel.targets ?? [])
+        for (const s of selectors(expr)) {
+          const job = /job=~?"([^"]*)"/.exec(s.labels)?.[1];
+          const expected =
+            row === 'Node caches'
+              ? '$nodecache_job'
+              : row === 'Resources' || s.name.includes('programming')
+                ? '$job|$nodecache_job'
+                : '$job';
+          if (!s.labels.includes('namespace="$namespace"') || job !== expected)
+            wrong.push(`${panel.title}: ${s.name}${s.labels}`);
+        }
+    }
+    expect(wrong).toEqual([]);
+    expect(dashboard.panels.filter((p) => p.type === 'row').map((p) => p.title)).toContain('Node caches');
+  });
+});
+
 describe.skipIf(!kubectl)('kustomize', () => {
   it('kubectl kustomize manifests renders every object of the kustomization, cleanly', async () => {
     const run = await runCommand('kubectl', ['kustomize', `${root}/manifests`]);

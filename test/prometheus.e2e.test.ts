@@ -9,8 +9,10 @@ import { loadYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dist, type Stack, startStack } from './support/stack.js';
 
-// A real Prometheus scraping the three metrics endpoints of the stack, as an operator's does;
-// promtool's lint on each endpoint; every PromQL expression of the dashboard run against it.
+// A real Prometheus scraping the three metrics endpoints of the stack and a node cache, labelled
+// as the Prometheus operator labels what the ServiceMonitors select (job kube-dns and job
+// node-local-dns, namespace, container); promtool's lint on each endpoint; every PromQL
+// expression of the dashboard and the alerts run against it, and shown to be scoped.
 const root = fileURLToPath(new URL('..', import.meta.url));
 const missing = ['prometheus', 'promtool'].filter((c) => !hasCommand(c));
 const INSTALL = 'apt-get install -y prometheus';
@@ -33,6 +35,9 @@ const DELIBERATE_FINDINGS: Record<'record-builder' | 'sidecar' | 'forwarder', Re
 
 let stack: Stack;
 let sidecar: LaunchedProcess;
+let nodeCache: LaunchedProcess;
+let nodeCachePort = 0;
+let nodeCacheMetricsPort = 0;
 let prometheus: ReturnType<typeof spawn> | undefined;
 let promUrl = '';
 const targets = () => ({
@@ -55,9 +60,33 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
         '--dnsmasq-poll-interval-ms=500',
       ],
     });
+    // A node cache in front of the stack's forwarder, on loopback (no link, no rules).
+    const dir = mkdtempSync(join(tmpdir(), 'prom-node-'));
+    nodeCachePort = await freePort();
+    nodeCacheMetricsPort = await freePort();
+    const block = (zone: string) =>
+      `${zone}:${nodeCachePort} {\n    bind 127.0.0.1\n    cache 30\n    forward . 127.0.0.1:${stack.fwPort} {\n        force_tcp\n    }\n    prometheus 127.0.0.1:${nodeCacheMetricsPort}\n}\n`;
+    writeFileSync(join(dir, 'Corefile.base'), block('cluster.local') + block('.'));
+    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+    nodeCache = await launchProcess({
+      script: `${root}/packages/forwarder/dist/node-cache-main.js`,
+      readyMsg: 'node cache ready',
+      args: [
+        '-localip=127.0.0.1',
+        '-setupinterface=false',
+        '-setupiptables=false',
+        '-conf=',
+        `-basecorefile=${join(dir, 'Corefile.base')}`,
+        `-kubednscm=${dir}`,
+        `-resolv-file=${join(dir, 'resolv.conf')}`,
+        `-metrics-listen-address=127.0.0.1:${await freePort()}`,
+        '-notify-listen-address=',
+      ],
+    });
   }, 60_000);
   afterAll(async () => {
     prometheus?.kill('SIGKILL');
+    await nodeCache?.stop('SIGKILL');
     await sidecar?.stop('SIGKILL');
     await stack?.close();
   });
@@ -81,9 +110,18 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
   it('scrapes every target, and the key series carry what the queries did', async () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'prom-'));
-    const jobs = Object.entries(targets())
-      .map(([job, p]) => `  - job_name: ${job}\n    static_configs: [{ targets: ['127.0.0.1:${p}'] }]`)
-      .join('\n');
+    // The labels the Prometheus operator gives the ServiceMonitors' targets (servicemonitor.yaml).
+    const target = (port: number, labels: Record<string, string>) =>
+      `      - targets: ['127.0.0.1:${port}']\n        labels: ${JSON.stringify({ namespace: 'kube-system', ...labels })}`;
+    const pod = { pod: 'kube-dns-5b8c9d7f6-abcde' };
+    const jobs = [
+      '  - job_name: kube-dns\n    static_configs:',
+      target(targets()['record-builder'], { ...pod, container: 'kubedns', endpoint: 'metrics-records' }),
+      target(targets().forwarder, { ...pod, container: 'dnsmasq', endpoint: 'metrics-forwarder' }),
+      target(targets().sidecar, { ...pod, container: 'sidecar', endpoint: 'metrics' }),
+      '  - job_name: node-local-dns\n    static_configs:',
+      target(nodeCacheMetricsPort, { pod: 'node-local-dns-q8z4m', container: 'node-cache', endpoint: 'metrics' }),
+    ].join('\n');
     writeFileSync(
       join(dir, 'prometheus.yml'),
       `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n${jobs}\n`,
@@ -102,19 +140,26 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
       what: 'Prometheus to be ready',
       timeoutMs: 30_000,
     });
-    for (let i = 0; i < 20; i++)
+    for (let i = 0; i < 20; i++) {
       await queryDns({ host: '127.0.0.1', port: stack.fwPort }, `n${i}.example.org`, QTYPE.A);
+      await queryDns({ host: '127.0.0.1', port: nodeCachePort }, `kubernetes.default.svc.cluster.local`, QTYPE.A);
+    }
     const up = await waitFor(
       async () => {
         const result = await instant('up');
-        return result.length === 3 && result.every((r) => r.value === 1) && result;
+        return result.length === 4 && result.every((r) => r.value === 1) && result;
       },
-      { what: 'up == 1 for all three targets', timeoutMs: 30_000 },
+      { what: 'up == 1 for all four targets', timeoutMs: 30_000 },
     );
-    expect(up.map((r) => r.metric.job).sort()).toEqual(['forwarder', 'record-builder', 'sidecar']);
+    expect(up.map((r) => `${r.metric.job}/${r.metric.container}`).sort()).toEqual([
+      'kube-dns/dnsmasq',
+      'kube-dns/kubedns',
+      'kube-dns/sidecar',
+      'node-local-dns/node-cache',
+    ]);
     const requests = await waitFor(
       async () => {
-        const [r] = await instant('sum(coredns_dns_requests_total{job="forwarder"})');
+        const [r] = await instant('sum(coredns_dns_requests_total{job="kube-dns"})');
         return r && r.value >= 20 && r.value;
       },
       { what: 'the forwarder’s requests counted', timeoutMs: 20_000 },
@@ -127,6 +172,7 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
       ['sum(skydns_skydns_dns_request_count_total)', (v) => v > 0],
       ['sum(kubedns_probe_kubedns_latency_ms_count)', (v) => v > 0],
       ['kubedns_dnsmasq_max_size', (v) => v === 1000],
+      ['sum(coredns_dns_requests_total{job="node-local-dns"})', (v) => v >= 20],
     ];
     for (const [query, ok] of expectations)
       await waitFor(async () => (await instant(query)).some((r) => ok(r.value)), { what: query, timeoutMs: 20_000 });
@@ -142,8 +188,7 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
     expect(exprs.length).toBeGreaterThan(10);
     const failures: string[] = [];
     for (const expr of [...exprs, ...rules]) {
-      const query = expr.replaceAll('$__rate_interval', '1m').replaceAll('$__interval', '15s');
-      const res = await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(query)}`);
+      const res = await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(withVariables(expr))}`);
       const body = (await res.json()) as { status: string; error?: string };
       if (body.status !== 'success') failures.push(`${expr}: ${body.error}`);
     }
@@ -151,7 +196,7 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
     // A misspelt metric is no PromQL error, just an empty panel: every name must be one we export
     // (the memory alert's cAdvisor and kube-state-metrics series aside).
     const exported = new Set<string>();
-    for (const port of Object.values(targets())) {
+    for (const port of [...Object.values(targets()), nodeCacheMetricsPort]) {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       for (const line of text.split('\n')) if (line.startsWith('# TYPE ')) exported.add(line.split(' ')[2] as string);
     }
@@ -160,7 +205,65 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
       .map((n) => n.replace(/_(bucket|count|sum)$/, ''));
     expect([...new Set(used)].filter((n) => !exported.has(n))).toEqual([]);
   });
+
+  it('scopes every panel to its namespace and job: the node cache is never summed into the Pods', async () => {
+    const dashboard = JSON.parse(readFileSync(`${root}/manifests/extras/grafana-dashboard.json`, 'utf8')) as {
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
+    const panel = (title: string) => dashboard.panels.find((p) => p.title === title)?.targets ?? [];
+    // As deployed: the Pod's and the node cache's rows each show their own, and the resources
+    // panel one line per container of both.
+    const series = async (title: string, vars?: Record<string, string>) =>
+      (await Promise.all(panel(title).map(async (t) => instant(withVariables(t.expr, vars))))).flat();
+    const shown = await waitFor(
+      async () => {
+        const memory = await series('Resident memory (largest instance)');
+        return memory.length === 4 && memory;
+      },
+      { what: 'the resources of all four containers', timeoutMs: 20_000 },
+    );
+    expect(shown.map((r) => r.metric.container).sort()).toEqual(['dnsmasq', 'kubedns', 'node-cache', 'sidecar']);
+    // Rates need two scrapes of a series: until then a panel is empty, as in Grafana.
+    for (const title of ['Queries per second, by type', 'Node cache queries per second, by rcode'])
+      await waitFor(async () => (await series(title)).length > 0, { what: `data in ${title}`, timeoutMs: 20_000 });
+    expect((await series('Node caches up')).map((r) => r.value)).toEqual([1]);
+    // The Pod's request count is the forwarder's own, not the forwarder's and the node cache's.
+    const fw = await (await fetch(`http://127.0.0.1:${targets().forwarder}/metrics`)).text();
+    const own = [...fw.matchAll(/^coredns_dns_requests_total\{[^}]*\} (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const scraped = await waitFor(
+      async () => {
+        const [pod] = await instant(
+          withVariables('sum(coredns_dns_requests_total{namespace="$namespace", job="$job"})'),
+        );
+        const [all] = await instant('sum(coredns_dns_requests_total)');
+        return pod && all && pod.value >= own && { pod: pod.value, all: all.value };
+      },
+      { what: 'the forwarder’s latest count scraped', timeoutMs: 20_000 },
+    );
+    expect(scraped.all).toBeGreaterThan(scraped.pod);
+    // Pointed at a namespace or jobs that do not exist, every panel is empty: none reads unscoped.
+    for (const vars of [{ namespace: 'elsewhere' }, { job: 'nowhere', nodecache_job: 'nowhere' }] as Array<
+      Record<string, string>
+    >) {
+      const leaking: string[] = [];
+      for (const p of dashboard.panels)
+        for (const t of p.targets ?? [])
+          if ((await instant(withVariables(t.expr, vars))).length > 0) leaking.push(`${p.title}: ${t.expr}`);
+      expect(leaking, JSON.stringify(vars)).toEqual([]);
+    }
+  });
 });
+
+/** A dashboard expression as Grafana sends it: its variables at their defaults, or as given. */
+function withVariables(expr: string, vars: Record<string, string> = {}): string {
+  const values = { namespace: 'kube-system', job: 'kube-dns', nodecache_job: 'node-local-dns', ...vars };
+  return expr
+    .replaceAll('$__rate_interval', '1m')
+    .replaceAll('$__interval', '15s')
+    .replaceAll('$nodecache_job', values.nodecache_job)
+    .replaceAll('$namespace', values.namespace)
+    .replaceAll('$job', values.job);
+}
 
 /** An instant query against the test's Prometheus: each series' labels and value. */
 async function instant(query: string): Promise<Array<{ metric: Record<string, string>; value: number }>> {
