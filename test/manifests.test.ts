@@ -1,9 +1,9 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: the manifests are YAML read at run time; the schema test above types them.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { forwarderFlags, nodeCacheFlags, parseCorefile, planNodeLocal } from '@cluster-dns/forwarder';
+import { forwarderFlags, nodeCacheFlags, planNodeLocal } from '@cluster-dns/forwarder';
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
-import { parseFlags } from '@cluster-dns/runtime';
+import { parseFlags, readCorefile } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
 import { runCommand } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -215,10 +215,11 @@ describe('manifests/node-local: NodeLocal DNSCache with the node-cache image', (
 
   it('points the ports and the liveness probe at what its Corefile binds, and the kube-dns IP at the Service', () => {
     const plan = planNodeLocal(
-      parseCorefile(
+      readCorefile(
         corefile
           .replaceAll('__PILLAR__CLUSTER__DNS__', '10.96.0.11')
           .replaceAll('__PILLAR__UPSTREAM__SERVERS__', '/etc/resolv.conf'),
+        { mode: 'node-local' },
       ),
     );
     const values = parseFlags(nodeCacheFlags, cache.args).values;

@@ -1,9 +1,8 @@
-import { createSilentLogger } from '@cluster-dns/runtime';
+import { createSilentLogger, readCorefile } from '@cluster-dns/runtime';
 import { toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { createConfigReloader } from './config-reloader.js';
 import type { RawConfig } from './config-source.js';
-import { parseCorefile } from './corefile.js';
 import { planNodeLocal } from './node-local-plan.js';
 import { parseServerFlag } from './server-flag.js';
 
@@ -165,7 +164,7 @@ describe('the reloader with routes from a config file (node-local mode’s Coref
       isSelf: (s) => s.host === self.host && s.port === self.port,
       log: createSilentLogger(),
       routesFrom: (raw) => ({
-        rules: planNodeLocal(parseCorefile(raw.files?.get('Corefile') ?? '')).rules,
+        rules: planNodeLocal(readCorefile(raw.files?.get('Corefile') ?? '', { mode: 'node-local' })).rules,
         stubDomains: new Map(),
         upstreamNameservers: [],
         resolvConf: [],

@@ -1,6 +1,5 @@
 // What other packages' tests may need of the forwarder: its flag table.
 
-export { parseCorefile } from './corefile.js';
 export { nodeCacheFlags } from './node-cache-options.js';
 export { planNodeLocal } from './node-local-plan.js';
 export { forwarderFlags, toForwarderOptions } from './options.js';

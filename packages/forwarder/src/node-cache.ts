@@ -9,13 +9,13 @@ import {
   labelledFrom,
   listenHttp,
   parseKubeDnsConfig,
+  readCorefile,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import type { RawConfig } from './config-source.js';
 import { readConfigSources } from './config-source.js';
-import { parseCorefile } from './corefile.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { createForwarder, type Forwarder, type ForwarderDeps } from './forwarder.js';
 import { toIsolationOptions } from './isolation/isolation-flags.js';
@@ -71,7 +71,7 @@ function sourcesOf(
     stubDomains: new Map(),
     upstreamNameservers: [],
     resolvConf: root && !rootServers ? raw.resolvConf : [],
-    upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off' },
+    upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off', policy: root?.policy ?? 'random' },
     clientLimits,
   };
 }
@@ -117,7 +117,7 @@ export async function nodeCacheForwarder(
         'Corefile',
         `${PLACEHOLDER.clusterDns} is used but ${serviceVar} is not set (-upstreamsvc ${values.upstreamsvc}: the kubelet sets it for a Service that exists when the Pod starts)`,
       );
-    return { text, plan: planNodeLocal(parseCorefile(text, basePath), basePath) };
+    return { text, plan: planNodeLocal(readCorefile(text, { source: basePath, mode: 'node-local' }), basePath) };
   };
   const writeRendered = async (text: string) => {
     if (!deps.writeRendered || text === lastText || values.conf === '') return;

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { EMPTY_KUBE_DNS_CONFIG, parseKubeDnsConfig } from '@cluster-dns/runtime';
+import { CorefileError, EMPTY_KUBE_DNS_CONFIG, parseKubeDnsConfig, readCorefile } from '@cluster-dns/runtime';
 import { toFqdn } from '@cluster-dns/wire';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { CorefileError, parseCorefile } from './corefile.js';
 import { renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { planNodeLocal } from './node-local-plan.js';
 
@@ -25,7 +24,7 @@ const values = {
   resolvFile: '/etc/resolv.conf',
 };
 
-const planOf = (text: string) => planNodeLocal(parseCorefile(text));
+const planOf = (text: string) => planNodeLocal(readCorefile(text, { mode: 'node-local' }));
 const errorOf = (text: string): CorefileError => {
   try {
     planOf(text);
@@ -142,7 +141,12 @@ describe('node-local mode’s Corefile', () => {
     ['an unclosed block', '.:53 {\n  forward . 1.1.1.1\n', 1, 'not closed'],
     ['an import', '.:53 {\n  import common\n}', 2, '"import"'],
     ['a bind to an interface name', '.:53 {\n bind eth0\n forward . 1.1.1.1\n}', 2, 'not an IP address'],
-    ['a forward option outside the subset', '.:53 {\n forward . 1.1.1.1 {\n  policy random\n }\n}', 3, '"policy"'],
+    [
+      'a forward option outside the subset',
+      '.:53 {\n forward . 1.1.1.1 {\n  health_check 1s\n }\n}',
+      3,
+      '"health_check"',
+    ],
     [
       'a cache option outside the subset',
       '.:53 {\n forward . 1.1.1.1\n cache {\n  servfail 5s\n }\n}',

@@ -17,7 +17,7 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { MAX_TTL_SECONDS } from './cache.js';
-import type { Route, RouteTable } from './route-table.js';
+import { type Route, type RouteTable, serversInTurn } from './route-table.js';
 import { scrubReply } from './scrub.js';
 import { type ForwardOptions, forwardQuery, type UpstreamQuestion } from './upstream.js';
 
@@ -47,7 +47,7 @@ export async function resolveQuestion(
   depth = 0,
 ): Promise<Resolved> {
   let route = firstRoute;
-  let raw = await forwardQuery(route.servers, q, options, route.forceTcp);
+  let raw = await forwardQuery(serversInTurn(route), q, options, route.forceTcp);
   let rcode = raw.readUInt16BE(2) & RCODE_MASK;
   if (
     route.fallsThrough &&
@@ -55,7 +55,7 @@ export async function resolveQuestion(
     routes.upstream.servers.length > 0
   ) {
     route = routes.upstream;
-    raw = await forwardQuery(route.servers, q, options, route.forceTcp);
+    raw = await forwardQuery(serversInTurn(route), q, options, route.forceTcp);
     rcode = raw.readUInt16BE(2) & RCODE_MASK;
   }
   let { wire, scanned } = normalize(raw);

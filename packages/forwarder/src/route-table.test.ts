@@ -1,6 +1,6 @@
 import { toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { RouteTable } from './route-table.js';
+import { RouteTable, serversInTurn } from './route-table.js';
 import { parseServerFlag } from './server-flag.js';
 
 describe('the route table', () => {
@@ -41,5 +41,46 @@ describe('the route table', () => {
     });
     expect(again.routeFor(toFqdn('a.cluster.local')).id).toBe(table.routeFor(toFqdn('a.cluster.local')).id);
     expect(again.upstream.id).not.toBe(table.upstream.id);
+  });
+});
+
+describe('which server is asked first (a Corefile forward’s policy)', () => {
+  const servers = [1, 2, 3].map((i) => ({ host: `192.0.2.${i}`, port: 53 }));
+  const routeWith = (policy: 'random' | 'round_robin' | 'sequential') =>
+    new RouteTable({
+      rules: [{ domains: [toFqdn('example.org')], servers, policy }],
+      stubDomains: new Map(),
+      upstreamNameservers: [],
+      resolvConf: [],
+    }).routeFor(toFqdn('www.example.org'));
+  const firsts = (policy: 'random' | 'round_robin' | 'sequential', n: number) => {
+    const route = routeWith(policy);
+    return Array.from({ length: n }, () => serversInTurn(route)[0]?.host);
+  };
+
+  it('asks in order with sequential (and by default), from the next one each time with round_robin', () => {
+    expect(new Set(firsts('sequential', 10))).toEqual(new Set(['192.0.2.1']));
+    expect(firsts('round_robin', 6)).toEqual([
+      '192.0.2.1',
+      '192.0.2.2',
+      '192.0.2.3',
+      '192.0.2.1',
+      '192.0.2.2',
+      '192.0.2.3',
+    ]);
+    // Each order still holds every server once: the others are the fallbacks.
+    expect(
+      serversInTurn(routeWith('round_robin'))
+        .map((s) => s.host)
+        .sort(),
+    ).toEqual(servers.map((s) => s.host));
+  });
+
+  it('spreads the first try over every server with random', () => {
+    const counts = new Map<string, number>();
+    for (const host of firsts('random', 600)) counts.set(host as string, (counts.get(host as string) ?? 0) + 1);
+    expect([...counts.keys()].sort()).toEqual(servers.map((s) => s.host));
+    // 200 each expected; each well away from 0 and from 600 (a fixed order would give 600 and 0).
+    for (const n of counts.values()) expect(n).toBeGreaterThan(100);
   });
 });

@@ -1,7 +1,7 @@
 import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
 import type { RouteCache } from './cache-policy.js';
-import type { ServerRule } from './server-flag.js';
+import type { ServerPolicy, ServerRule } from './server-flag.js';
 
 export type RouteKind = 'server' | 'stub' | 'upstream' | 'local';
 
@@ -10,8 +10,10 @@ export interface Route {
   readonly domain: Fqdn;
   readonly kind: RouteKind;
   readonly servers: readonly HostPort[];
-  /** A reverse-zone route whose NXDOMAIN/REFUSED is asked upstream again (kube-dns behaviour). */
+  /** A route whose NXDOMAIN/REFUSED is asked upstream again (reverse zones by default, kube-dns's way). */
   readonly fallsThrough: boolean;
+  /** Which of its servers is asked first. */
+  readonly policy: ServerPolicy;
   /** Asked over TCP only (node-local mode's `force_tcp`). */
   readonly forceTcp: boolean;
   /** Its own cache policy; undefined means the process's flags. */
@@ -32,8 +34,8 @@ export interface RouteSources {
   upstreamNameservers: readonly HostPort[];
   /** Nameservers of --resolv-file, or empty with --no-resolv. */
   resolvConf: readonly HostPort[];
-  /** How the default route asks and caches (node-local mode's `.` block). */
-  upstream?: { readonly forceTcp: boolean; readonly cache: RouteCache | undefined };
+  /** How the default route asks and caches (a Corefile's `.` block). */
+  upstream?: { readonly forceTcp: boolean; readonly cache: RouteCache | undefined; readonly policy?: ServerPolicy };
   /** The ConfigMap's `clientLimits`: per-client limits over the flags' (not routes, but read with them). */
   clientLimits?: Readonly<Partial<ClientLimits>>;
 }
@@ -49,7 +51,14 @@ export class RouteTable {
   constructor(sources: RouteSources) {
     const servers = new Map<
       Fqdn,
-      { kind: RouteKind; servers: HostPort[]; forceTcp: boolean; cache: RouteCache | undefined; fallThrough: boolean }
+      {
+        kind: RouteKind;
+        servers: HostPort[];
+        forceTcp: boolean;
+        cache: RouteCache | undefined;
+        fallThrough: boolean | undefined;
+        policy: ServerPolicy;
+      }
     >();
     const plain: HostPort[] = [];
     for (const rule of sources.rules) {
@@ -63,7 +72,8 @@ export class RouteTable {
           servers: [],
           forceTcp: rule.forceTcp ?? false,
           cache: rule.cache,
-          fallThrough: rule.fallThrough ?? true,
+          fallThrough: rule.fallThrough,
+          policy: rule.policy ?? 'sequential',
         };
         entry.servers.push(...rule.servers);
         servers.set(domain, entry);
@@ -76,7 +86,8 @@ export class RouteTable {
         servers: [],
         forceTcp: false,
         cache: undefined,
-        fallThrough: true,
+        fallThrough: undefined,
+        policy: 'sequential' as ServerPolicy,
       };
       entry.servers.push(...list);
       servers.set(key, entry);
@@ -87,7 +98,8 @@ export class RouteTable {
         domain,
         kind,
         servers: entry.servers,
-        fallsThrough: kind !== 'local' && entry.fallThrough && REVERSE.some((z) => isInZone(domain, z)),
+        fallsThrough: kind !== 'local' && (entry.fallThrough ?? REVERSE.some((z) => isInZone(domain, z))),
+        policy: entry.policy,
         forceTcp: entry.forceTcp,
         cache: entry.cache,
         id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
@@ -102,6 +114,7 @@ export class RouteTable {
       kind: 'upstream',
       servers: defaults,
       fallsThrough: false,
+      policy: sources.upstream?.policy ?? 'sequential',
       forceTcp: sources.upstream?.forceTcp ?? false,
       cache: sources.upstream?.cache,
       id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
@@ -135,3 +148,26 @@ export class RouteTable {
 }
 
 export { serverText };
+
+const turns = new WeakMap<Route, number>();
+
+/**
+ * A route's servers in the order to ask them this time: as listed (sequential), from the next one
+ * each time (round_robin), or shuffled (random, CoreDNS's default: load spread over the servers).
+ */
+export function serversInTurn(route: Route): readonly HostPort[] {
+  const list = route.servers;
+  if (list.length < 2 || route.policy === 'sequential') return list;
+  if (route.policy === 'round_robin') {
+    const turn = turns.get(route) ?? 0;
+    turns.set(route, turn + 1);
+    const at = turn % list.length;
+    return [...list.slice(at), ...list.slice(0, at)];
+  }
+  const out = [...list];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j] as HostPort, out[i] as HostPort];
+  }
+  return out;
+}

@@ -2,6 +2,8 @@ import { FlagError, type HostPort, parseHostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isValidName, ROOT, toFqdn } from '@cluster-dns/wire';
 import type { RouteCache } from './cache-policy.js';
 
+export type ServerPolicy = 'random' | 'round_robin' | 'sequential';
+
 /** One `--server` value: servers for some domains, or plain upstreams when `domains` is empty. */
 export interface ServerRule {
   readonly domains: readonly Fqdn[];
@@ -11,8 +13,13 @@ export interface ServerRule {
   readonly forceTcp?: boolean;
   /** The route's cache policy; the process's flags when unset. */
   readonly cache?: RouteCache;
-  /** False: a reverse zone's NXDOMAIN is final, not asked upstream again. */
+  /**
+   * Whether an NXDOMAIN (or REFUSED) here is asked of the upstreams again: unset, in reverse zones
+   * only (kube-dns's way); true, in this domain whatever it is (a Corefile's `fallthrough`); false, never.
+   */
   readonly fallThrough?: boolean;
+  /** Which server is asked first (a Corefile forward's `policy`); in order when unset, as dnsmasq -o. */
+  readonly policy?: ServerPolicy;
 }
 
 const EXPECTED = '/domain/ip[#port], /domain1/domain2/ip[#port], /domain/ (local only) or ip[#port]';

@@ -64,6 +64,7 @@ export function testRoute(kind: Route['kind'] = 'upstream', domain = '.'): Route
     kind,
     servers,
     fallsThrough: false,
+    policy: 'sequential',
     forceTcp: false,
     cache: undefined,
     id: `${domain}>${kind}`,

@@ -1,3 +1,4 @@
+export * from './corefile/index.js';
 export { ednsPacketMaxFlag, type TcpBackpressure, tcpBackpressureFlags, toTcpBackpressure } from './dns-flags.js';
 export { formatGoDuration, parseGoDurationMs } from './duration.js';
 export { ClusterDnsError, describeError, FlagError, UnknownFlagError } from './errors.js';

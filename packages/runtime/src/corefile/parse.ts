@@ -1,6 +1,6 @@
-import { ClusterDnsError } from '@cluster-dns/runtime';
+import { ClusterDnsError } from '../errors.js';
 
-/** A Corefile that does not parse, or asks for something node-local mode does not do: names the line. */
+/** A Corefile that does not parse, or asks for something we do not do: names the line (and the plugin). */
 export class CorefileError extends ClusterDnsError {
   constructor(
     readonly line: number,
@@ -8,7 +8,7 @@ export class CorefileError extends ClusterDnsError {
     readonly source = 'Corefile',
   ) {
     super('COREFILE_INVALID', `${source} line ${line}: ${message}`, {
-      hint: 'node-local mode takes the subset of the Corefile that nodelocaldns.yaml uses (see the forwarder README)',
+      hint: 'the plugins and options each mode takes are listed in docs/corefile.md',
     });
   }
 }
@@ -88,8 +88,8 @@ function tokenize(text: string, source: string): Token[] {
 
 /**
  * Parses a Corefile into server blocks. Only the syntax is checked here (braces, keys, at least
- * one block); what each plugin may say is node-local-plan.ts's business. `import` and snippets
- * are not supported, since nodelocaldns.yaml uses neither.
+ * one block); what each plugin may say is its setup's business (plugins/). `import` and snippets
+ * are not supported: neither kubeadm's Corefile nor nodelocaldns.yaml uses them.
  */
 export function parseCorefile(text: string, source = 'Corefile'): ServerBlock[] {
   const tokens = tokenize(text, source);
