@@ -2,11 +2,13 @@ import { createSilentLogger } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
   chainStages,
+  encodeMessage,
   type Fqdn,
   finishFromTemplate,
   QTYPE,
   RCODE,
   type Reply,
+  scanResponse,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { ReplyCache } from './cache.js';
@@ -189,5 +191,49 @@ describe('the cache stage, without sockets', () => {
     expect(hit.answers.map((a) => [a.address, a.ttl])).toEqual([['192.0.2.1', 5]]);
     expect(c.stage.counts.prefetches).toBe(1);
     expect(c.asked).toHaveLength(2);
+  });
+});
+
+describe('loadbalance: a route’s cached A records served in a turning order', () => {
+  const threeAddresses = (loadbalance: boolean) => async (name: Fqdn, qtype: number) => {
+    const wire = encodeMessage({
+      id: 0,
+      flags: { qr: true, opcode: 0, aa: false, tc: false, rd: true, ra: true, ad: false, cd: false, rcode: 0 },
+      questions: [{ name, type: qtype, class: 1 }],
+      answers: ['192.0.2.1', '192.0.2.2', '192.0.2.3'].map((address) => ({
+        name,
+        type: QTYPE.A,
+        class: 1,
+        ttl: 60,
+        address,
+      })),
+      authorities: [],
+      additionals: [],
+    });
+    return { wire, scanned: scanResponse(wire), route: { ...testRoute(), loadbalance } } satisfies Resolved;
+  };
+  const firstOf = async (c: ReturnType<typeof cacheUnderTest>) =>
+    (await c.ask('pool.example.org')).answers.map((a) => a.address);
+
+  it('starts each hit one record further on, every record still there with the remaining TTL', async () => {
+    const c = cacheUnderTest();
+    c.answerWith(threeAddresses(true));
+    const miss = await firstOf(c);
+    c.advance(1000);
+    const hits = [await firstOf(c), await firstOf(c), await firstOf(c)];
+    expect(miss).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3']);
+    expect(hits.map((h) => h[0])).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3']);
+    expect(hits[1]).toEqual(['192.0.2.2', '192.0.2.3', '192.0.2.1']);
+    for (const hit of hits) expect([...hit].sort()).toEqual(miss);
+    expect((await c.ask('pool.example.org')).answers.map((a) => a.ttl)).toEqual([59, 59, 59]);
+  });
+
+  it('keeps the order of a route without loadbalance', async () => {
+    const c = cacheUnderTest();
+    c.answerWith(threeAddresses(false));
+    await firstOf(c);
+    expect(new Set([(await firstOf(c)).join(), (await firstOf(c)).join()])).toEqual(
+      new Set(['192.0.2.1,192.0.2.2,192.0.2.3']),
+    );
   });
 });

@@ -12,6 +12,7 @@ import {
   RCODE_MASK,
   type Reply,
   type Stage,
+  turnRecords,
 } from '@cluster-dns/wire';
 import {
   type CachedReply,
@@ -107,12 +108,16 @@ export class CacheStage implements Stage<ForwarderRequest> {
       this.counts.prefetches++;
       void this.ask(request, hit.entry.key.id, next);
     }
-    return finishFromTemplate(entry.wire, q, request.limitBytes, {
+    const reply = finishFromTemplate(entry.wire, q, request.limitBytes, {
       ttlOffsets: hit.remainingSeconds === entry.ttlSeconds ? undefined : entry.ttlOffsets,
       ttlSeconds: hit.remainingSeconds,
       udpPayloadBytes: request.udpPayloadBytes,
     });
+    return entry.turn ? turnRecords(reply, entry.turn, this.turns++) : reply;
   }
+
+  /** How many answers have been turned: each starts one record further on (loadbalance). */
+  private turns = 0;
 
   /**
    * The express lane's half (hit-lane.ts): the reply serve() would make for a plain query whose
@@ -126,7 +131,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
     const remaining = cache.remainingSeconds(entry);
     if (remaining <= 0 || this.prefetchDue(entry, remaining)) return undefined;
     this.countHit(entry);
-    return answerPlainQuery(
+    const reply = answerPlainQuery(
       entry.wire,
       raw,
       q,
@@ -134,6 +139,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
       remaining === entry.ttlSeconds ? undefined : entry.ttlOffsets,
       remaining,
     );
+    return entry.turn ? turnRecords(reply, entry.turn, this.turns++) : reply;
   }
 
   private countHit(entry: CachedReply): void {
@@ -209,6 +215,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
           ttl,
           resolved.route,
           this.deps.now(),
+          resolved.fromNames,
         );
         if (epoch === (this.deps.push?.epochOf(q.key) ?? 0)) this.deps.cache.set(entry);
         return { template: entry.wire, rcode: resolved.scanned.rcode };

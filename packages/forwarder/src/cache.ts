@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import {
   type Fqdn,
+  findTurnRun,
   HEADER_BYTES,
   isInZone,
   nameHashOf,
@@ -12,6 +13,7 @@ import {
   readName,
   type ScannedResponse,
   sameNameOctets,
+  type TurnRun,
   toFqdn,
 } from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
@@ -64,6 +66,8 @@ export interface CachedReply {
   lruMark: number;
   /** NXDOMAIN or NODATA (CoreDNS's cache "denial" type), else "success". */
   readonly denial: boolean;
+  /** The A or AAAA records served in a turning order (its route's `loadbalance`), if any. */
+  readonly turn: TurnRun | undefined;
 }
 
 /** A hit: fresh (remaining TTL above 0), or stale (expired, kept for serve-stale). */
@@ -99,6 +103,7 @@ export function cacheTtlOf(reply: Buffer, scanned: ScannedResponse, policy: Cach
   if (scanned.rcode !== RCODE.NOERROR && scanned.rcode !== RCODE.NXDOMAIN) return undefined;
   const negative = scanned.rcode === RCODE.NXDOMAIN || !scanned.records.some((r) => r.section === 'answer');
   let ttl: number;
+  if (negative ? policy.disable?.denial : policy.disable?.success) return undefined;
   if (negative) {
     if (!policy.negativeCache) return undefined;
     const soa = scanned.records.find((r) => r.section === 'authority' && r.type === QTYPE.SOA);
@@ -127,13 +132,15 @@ export function toCachedReply(
   reply: Buffer,
   scanned: ScannedResponse,
   ttlSeconds: number,
-  route: { id: string; kind: RouteKind },
+  route: { id: string; kind: RouteKind; loadbalance?: boolean },
   nowMs: number,
+  /** More names to index it by (a rewritten question's). */
+  fromNames: readonly Fqdn[] = [],
 ): CachedReply {
   const wire = Buffer.from(reply);
   const ttlOffsets = scanned.records.map((r) => r.ttlOffset);
   for (const offset of ttlOffsets) wire.writeUInt32BE(ttlSeconds, offset);
-  const names = new Set<Fqdn>([key.name]);
+  const names = new Set<Fqdn>([key.name, ...fromNames]);
   for (const r of scanned.records) if (r.section !== 'authority') names.add(toFqdn(readName(reply, r.start).name));
   const denial = scanned.rcode === RCODE.NXDOMAIN || !scanned.records.some((r) => r.section === 'answer');
   const nameEnd = scanned.questionEnd - 4;
@@ -153,6 +160,7 @@ export function toCachedReply(
     prefetchBelowSeconds: prefetchThreshold(ttlSeconds),
     lruMark: 0,
     denial,
+    turn: route.loadbalance ? findTurnRun(scanned) : undefined,
   };
 }
 

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, describeError, levelFromVerbosity, parseFlags } from '@cluster-dns/runtime';
+import { corefileForwarder } from './corefile-mode/corefile-forwarder.js';
 import { createForwarder, type ForwarderDeps } from './forwarder.js';
 import { nodeCacheForwarder } from './node-cache.js';
 import { nodeCacheFlags } from './node-cache-options.js';
@@ -30,7 +31,11 @@ try {
   } else {
     const values = parseFlags(forwarderFlags, data.argv).values;
     log = createLogger({ component: data.program, level: levelFromVerbosity(values.v) }).child({ worker: data.index });
-    options = toForwarderOptions(values);
+    if (values.corefile) {
+      const setup = await corefileForwarder(values, { log });
+      options = setup.options;
+      config = setup.config;
+    } else options = toForwarderOptions(values);
   }
   options = {
     ...options,

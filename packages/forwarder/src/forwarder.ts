@@ -22,6 +22,8 @@ import { ChaosStage } from './chaos-stage.js';
 import type { StatsSnapshot } from './chaos-stats.js';
 import { createConfigReloader } from './config-reloader.js';
 import { type RawConfig, readConfigSources } from './config-source.js';
+import { HostsStage } from './corefile-mode/hosts-stage.js';
+import { RewriteStage } from './corefile-mode/rewrite-stage.js';
 import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
 import { createHitLane } from './hit-lane.js';
 import { ClientDoor } from './isolation/client-door.js';
@@ -209,8 +211,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     version: VERSION,
   });
   const chaos = new ChaosStage(deps.peers ? deps.peers.summedStats(stats) : stats);
+  const rewrite = new RewriteStage(() => config.routes().plugins.rewrites);
+  const hosts = new HostsStage(() => config.routes().plugins.hosts);
   const chain = chainStages<ForwarderRequest>(
-    [notify, relay, chaos, new LoopGuardStage(loops), cacheStage, guard],
+    [notify, relay, chaos, new LoopGuardStage(loops), cacheStage, rewrite, hosts, guard],
     (request) => forward.serve(request),
   );
 
@@ -308,7 +312,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         const listener = await listenDns({
           host,
           port: listeners[0]?.port ?? options.port,
-          flags: '--listen-address, --port',
+          flags: options.listenFlags ?? '--listen-address, --port',
           handler,
           express,
           tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,

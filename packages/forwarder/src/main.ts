@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
+import { startCorefileForwarder } from './corefile-mode/corefile-forwarder.js';
 import { createForwarder } from './forwarder.js';
 import { forwarderFlags, toForwarderOptions } from './options.js';
 import { checkWorkers, createWorkerPool } from './worker-pool.js';
@@ -13,6 +14,7 @@ await runMain(
     flags: forwarderFlags,
     shutdownDeadlineMs: 30_000,
     start: async (values, { log }) => {
+      if (values.corefile) return startCorefileForwarder(values, { log, argv: hooks.argv });
       const options = toForwarderOptions(values);
       checkWorkers('--workers', values.workers);
       log.info('starting', { options, workers: values.workers });

@@ -5,6 +5,7 @@ import {
   type FlagValues,
   flag,
   type HostPort,
+  parseHostPort,
   type TcpBackpressure,
   tcpBackpressureFlags,
   toTcpBackpressure,
@@ -45,6 +46,25 @@ export const forwarderFlags = {
     },
   ),
   'cache-size': flag.int('cache entries; 0 disables the cache', 150, { aliases: ['c'], min: 0, max: 10_000_000 }),
+  corefile: flag.string(
+    "Corefile mode: read a CoreDNS Corefile (the coredns ConfigMap's) for the listeners, routes, cache, rewrite, hosts, health and metrics, instead of dnsmasq's flags and the kube-dns ConfigMap; its kubernetes zones go to --kubernetes-server",
+    '',
+    { aliases: ['conf'] },
+  ),
+  'kubernetes-server': flag.string(
+    "Corefile mode: where the kubernetes plugin's zones are asked (the record-builder)",
+    '127.0.0.1#10053',
+    {
+      check: (raw) => {
+        try {
+          parseHostPort(raw, 53);
+          return undefined;
+        } catch {
+          return 'an IP address with a port, such as 127.0.0.1#10053';
+        }
+      },
+    },
+  ),
   'no-negcache': flag.bool(
     'do not cache NXDOMAIN or NODATA answers, except in zones whose changes are pushed (NOTIFY), where they are dropped the moment the name appears',
     { aliases: ['N'] },
@@ -222,6 +242,8 @@ export interface ForwarderOptions {
    * reaches), and from any source: a NOTIFY there only makes us fetch from the zone's own server.
    */
   readonly notifyListen?: { readonly host: string; readonly port: number };
+  /** What sets the listeners, for a bind error to name (a Corefile's server block; the flags by default). */
+  readonly listenFlags?: string;
 }
 
 export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): ForwarderOptions {

@@ -30,6 +30,11 @@ export interface Resolved {
   readonly scanned: ScannedResponse;
   /** The route that decided the answer; the cache keeps it only while that route stands. */
   readonly route: Route;
+  /**
+   * Names the answer came from that it no longer holds (a rewritten question's): the cache indexes
+   * its entry under them too, so a pushed change of those names drops it.
+   */
+  readonly fromNames?: readonly Fqdn[];
 }
 
 /**

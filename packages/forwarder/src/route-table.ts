@@ -1,7 +1,19 @@
 import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
 import type { RouteCache } from './cache-policy.js';
+import type { HostsTable } from './corefile-mode/hosts-table.js';
+import type { ScopedRewrites } from './corefile-mode/pod-plan.js';
 import type { ServerPolicy, ServerRule } from './server-flag.js';
+
+/** A Corefile's plugins beside its routes (Corefile mode): what the rewrite and hosts stages read. */
+export interface CorefilePlugins {
+  readonly rewrites: readonly ScopedRewrites[];
+  readonly hosts: readonly HostsTable[];
+  /** Zones whose answers turn the order of their A and AAAA records. */
+  readonly loadbalance: readonly Fqdn[];
+}
+
+const NO_PLUGINS: CorefilePlugins = { rewrites: [], hosts: [], loadbalance: [] };
 
 export type RouteKind = 'server' | 'stub' | 'upstream' | 'local';
 
@@ -14,6 +26,8 @@ export interface Route {
   readonly fallsThrough: boolean;
   /** Which of its servers is asked first. */
   readonly policy: ServerPolicy;
+  /** Its cached answers' A and AAAA records served in a turning order (a Corefile's `loadbalance`). */
+  readonly loadbalance: boolean;
   /** Asked over TCP only (node-local mode's `force_tcp`). */
   readonly forceTcp: boolean;
   /** Its own cache policy; undefined means the process's flags. */
@@ -38,17 +52,21 @@ export interface RouteSources {
   upstream?: { readonly forceTcp: boolean; readonly cache: RouteCache | undefined; readonly policy?: ServerPolicy };
   /** The ConfigMap's `clientLimits`: per-client limits over the flags' (not routes, but read with them). */
   clientLimits?: Readonly<Partial<ClientLimits>>;
+  /** A Corefile's rewrite, hosts and loadbalance (read with the routes, applied with them). */
+  plugins?: CorefilePlugins;
 }
 
 const cacheText = (cache: RouteCache | undefined) =>
-  cache === undefined ? '' : cache === 'off' ? '/nocache' : `/cache:${Object.values(cache).join(':')}`;
+  cache === undefined ? '' : cache === 'off' ? '/nocache' : `/cache:${JSON.stringify(cache)}`;
 
 /** Where each name goes: the longest `--server=/domain/` or stub domain suffix, else upstream. */
 export class RouteTable {
   private readonly byDomain = new Map<Fqdn, Route>();
   readonly upstream: Route;
+  readonly plugins: CorefilePlugins;
 
   constructor(sources: RouteSources) {
+    this.plugins = sources.plugins ?? NO_PLUGINS;
     const servers = new Map<
       Fqdn,
       {
@@ -92,17 +110,20 @@ export class RouteTable {
       entry.servers.push(...list);
       servers.set(key, entry);
     }
+    const turning = (domain: Fqdn) => this.plugins.loadbalance.some((z) => isInZone(domain, z));
     for (const [domain, entry] of servers) {
       const kind: RouteKind = entry.servers.length === 0 ? 'local' : entry.kind;
+      const loadbalance = turning(domain);
       this.byDomain.set(domain, {
         domain,
         kind,
         servers: entry.servers,
         fallsThrough: kind !== 'local' && (entry.fallThrough ?? REVERSE.some((z) => isInZone(domain, z))),
         policy: entry.policy,
+        loadbalance,
         forceTcp: entry.forceTcp,
         cache: entry.cache,
-        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
+        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${loadbalance ? '/lb' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
       });
     }
     const defaults = [
@@ -115,9 +136,10 @@ export class RouteTable {
       servers: defaults,
       fallsThrough: false,
       policy: sources.upstream?.policy ?? 'sequential',
+      loadbalance: turning(ROOT),
       forceTcp: sources.upstream?.forceTcp ?? false,
       cache: sources.upstream?.cache,
-      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
+      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${turning(ROOT) ? '/lb' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
     };
   }
 

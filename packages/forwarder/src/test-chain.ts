@@ -65,6 +65,7 @@ export function testRoute(kind: Route['kind'] = 'upstream', domain = '.'): Route
     servers,
     fallsThrough: false,
     policy: 'sequential',
+    loadbalance: false,
     forceTcp: false,
     cache: undefined,
     id: `${domain}>${kind}`,

@@ -57,4 +57,6 @@ export interface WorkerConfig {
   readonly logLevel: 'info' | 'debug';
   /** Where the node caches' pods are listed from (with `node-caches` among the resources). */
   readonly nodeCaches?: { readonly namespace: string; readonly labelSelector: string };
+  /** A Corefile's `endpoint_pod_names`: an endpoint without a hostname takes its pod's name. */
+  readonly endpointPodNames?: boolean;
 }

@@ -72,7 +72,7 @@ function toValue(resource: ResourceName, o: KubernetesObject): FeedUpdate['value
     case 'services':
       return toServiceInfo(o as V1Service) ?? null;
     case 'endpointslices':
-      return toEndpointGroup(o as V1EndpointSlice) ?? null;
+      return toEndpointGroup(o as V1EndpointSlice, config.endpointPodNames) ?? null;
     case 'endpoints':
       return toEndpointGroupFromEndpoints(o as V1Endpoints) ?? null;
     case 'pods':

@@ -15,4 +15,6 @@ export interface KubeConfigSource {
   envKubeconfig: string | undefined;
   /** KUBERNETES_SERVICE_HOST from the environment: set inside a Pod. */
   inCluster: boolean;
+  /** The kubeconfig's context to use (a Corefile's `kubeconfig FILE CONTEXT`); its current one when unset. */
+  context?: string;
 }

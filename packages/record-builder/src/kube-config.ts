@@ -41,6 +41,11 @@ export function loadKubeConfig(source: KubeConfigSource): { config: KubeConfig; 
       cause: error,
     });
   }
+  if (source.context) {
+    if (!config.getContextObject(source.context))
+      throw new KubeConfigError(`${from} has no context ${JSON.stringify(source.context)}`);
+    config.setCurrentContext(source.context);
+  }
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new KubeConfigError(`${from} has no current cluster`);
   if (source.masterUrl) {

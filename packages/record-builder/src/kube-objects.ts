@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { canonicalIpv6 } from '@cluster-dns/wire';
+import { canonicalIpv6, isDns1123Label } from '@cluster-dns/wire';
 import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { EndpointGroup, NodeCacheInfo, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
 import { type EndpointInput, packEndpointGroup } from './endpoint-group.js';
@@ -49,7 +49,12 @@ export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
 
 const TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
 
-export function toEndpointGroup(slice: V1EndpointSlice): EndpointGroup | undefined {
+/**
+ * One EndpointSlice as a group. `podNames` (a Corefile's `endpoint_pod_names`): an endpoint with
+ * no hostname is named after the pod its targetRef names, when that is a DNS label (63 octets at
+ * most), as CoreDNS names it.
+ */
+export function toEndpointGroup(slice: V1EndpointSlice, podNames = false): EndpointGroup | undefined {
   const namespace = slice.metadata?.namespace;
   const name = slice.metadata?.name;
   const serviceName = slice.metadata?.labels?.['kubernetes.io/service-name'];
@@ -70,7 +75,11 @@ export function toEndpointGroup(slice: V1EndpointSlice): EndpointGroup | undefin
       // The API says a nil ready condition is to be read as ready.
       ready: e.conditions?.ready !== false,
       terminating: e.conditions?.terminating === true,
-      hostname: e.hostname ? e.hostname.toLowerCase() : undefined,
+      hostname: e.hostname
+        ? e.hostname.toLowerCase()
+        : podNames && e.targetRef?.kind === 'Pod' && e.targetRef.name && isDns1123Label(e.targetRef.name.toLowerCase())
+          ? e.targetRef.name.toLowerCase()
+          : undefined,
     })),
   );
 }

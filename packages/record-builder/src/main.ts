@@ -1,6 +1,8 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
-import { prometheusPortArgs, recordBuilderFlags, toRecordBuilderOptions } from './options.js';
+import { recordBuilderFromCorefile } from './corefile-options.js';
+import { prometheusPortArgs, recordBuilderFlags, toRecordBuilderOptions, withCorefile } from './options.js';
 import { createRecordBuilder } from './record-builder.js';
 
 const hooks = nodeProcessHooks();
@@ -18,13 +20,17 @@ await runMain(
     flags: recordBuilderFlags,
     shutdownDeadlineMs: 60_000,
     start: async (values, { log }) => {
-      const options = toRecordBuilderOptions(values);
-      log.info('starting', { options });
+      const flagged = toRecordBuilderOptions(values);
+      const options = values.corefile
+        ? withCorefile(flagged, recordBuilderFromCorefile(await readFile(values.corefile, 'utf8'), values.corefile))
+        : flagged;
+      log.info('starting', { options, ...(values.corefile ? { corefile: values.corefile } : {}) });
       const kube = {
         kubecfgFile: options.kubecfgFile,
         masterUrl: options.masterUrl,
         envKubeconfig: process.env.KUBECONFIG,
         inCluster: process.env.KUBERNETES_SERVICE_HOST !== undefined,
+        ...(options.kubeContext ? { context: options.kubeContext } : {}),
       };
       const builder = createRecordBuilder(options, { log, kube });
       await builder.start();

@@ -4,12 +4,14 @@ import {
   FlagError,
   type FlagValues,
   flag,
+  type HostPort,
   parseHostPort as runtimeHostPort,
   type TcpBackpressure,
   tcpBackpressureFlags,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { type Fqdn, isDns1123Label, toFqdn } from '@cluster-dns/wire';
+import type { CorefileRecordBuilder } from './corefile-options.js';
 import type { PodsMode } from './pod-records.js';
 
 const address = (what: string) => (raw: string) => (isIP(raw) ? undefined : `an IP address to ${what}`);
@@ -17,6 +19,11 @@ const address = (what: string) => (raw: string) => (isIP(raw) ? undefined : `an 
 /** The record-builder's flags: kube-dns's names and defaults, plus ours. Drives parsing and --help. */
 export const recordBuilderFlags = {
   domain: flag.string('cluster DNS zone served authoritatively', 'cluster.local.'),
+  corefile: flag.string(
+    'Corefile mode: read a CoreDNS Corefile (the coredns ConfigMap’s); its kubernetes plugin sets the zone, pods, TTL, API server and answers’ options over the flags, and its ready plugin serves /ready',
+    '',
+    { aliases: ['conf'] },
+  ),
   'dns-bind-address': flag.string('address to serve DNS on (UDP and TCP)', '0.0.0.0', { check: address('listen on') }),
   'dns-port': flag.int('port to serve DNS on (UDP and TCP); 0 picks a free one', 10053, { min: 0, max: 65535 }),
   // Sized for push to node caches: each fetches the zones that changed over TCP, relayed by the
@@ -189,6 +196,16 @@ export interface RecordBuilderOptions {
   readonly ednsPacketMax: number;
   readonly answerCacheMib: number;
   readonly lameduckMs: number;
+  /** The kubeconfig's context (Corefile mode's `kubeconfig FILE CONTEXT`); its current one when unset. */
+  readonly kubeContext: string | undefined;
+  /** Corefile mode's `ready`: where /ready answers, as CoreDNS's. */
+  readonly readyAddress: HostPort | undefined;
+  /** `namespaces`: only Services of these are answered; undefined: every namespace. */
+  readonly namespaces: readonly string[] | undefined;
+  /** `ignore empty_service`: a ClusterIP Service without a ready endpoint is NXDOMAIN. */
+  readonly ignoreEmptyService: boolean;
+  /** `endpoint_pod_names`: an endpoint without a hostname is named after its pod. */
+  readonly endpointPodNames: boolean;
 }
 
 /** Normalises and validates parsed flags into the frozen options object. */
@@ -234,6 +251,32 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     ednsPacketMax: values['edns-packet-max'],
     answerCacheMib: values['answer-cache-mib'],
     lameduckMs: values.lameduck,
+    kubeContext: undefined,
+    readyAddress: undefined,
+    namespaces: undefined,
+    ignoreEmptyService: false,
+    endpointPodNames: false,
+  });
+}
+
+/**
+ * The options with a Corefile's part laid over them (Corefile mode): the kubernetes plugin's zone,
+ * pods, TTL, API server and answers' options, and ready's address. The DNS and health ports stay
+ * the flags': the Pod's forwarder is what listens where CoreDNS did.
+ */
+export function withCorefile(options: RecordBuilderOptions, corefile: CorefileRecordBuilder): RecordBuilderOptions {
+  return Object.freeze({
+    ...options,
+    zone: corefile.zone,
+    pods: corefile.pods,
+    ttlSeconds: corefile.ttlSeconds,
+    kubecfgFile: corefile.kubecfgFile ?? options.kubecfgFile,
+    kubeContext: corefile.kubeContext,
+    masterUrl: corefile.masterUrl ?? options.masterUrl,
+    readyAddress: corefile.ready,
+    namespaces: corefile.namespaces,
+    ignoreEmptyService: corefile.ignoreEmptyService,
+    endpointPodNames: corefile.endpointPodNames,
   });
 }
 

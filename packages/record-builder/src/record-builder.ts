@@ -89,6 +89,8 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     pods: options.pods,
     dnsService: options.dnsService,
     state,
+    ...(options.namespaces ? { exposedNamespaces: new Set(options.namespaces) } : {}),
+    ...(options.ignoreEmptyService ? { ignoreEmptyService: true } : {}),
   };
   const notifyHosts = [...options.notify, ...options.notifyNodeCaches].map((t) => t.host);
   const responder = createResponder({
@@ -167,6 +169,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       retryMaxMs: 30_000,
       maxBatch: MAX_BATCH,
       logLevel: log.level === 'debug' ? 'debug' : 'info',
+      ...(options.endpointPodNames ? { endpointPodNames: true } : {}),
       ...(discovery ? { nodeCaches: { namespace: discovery.namespace, labelSelector: discovery.labelSelector } } : {}),
     },
     ...(shard ? { nodeCaches: shard } : {}),
@@ -288,6 +291,20 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         { flags: '--healthz-bind-address, --healthz-port' },
       );
       closers.push('healthz', () => healthz.close());
+      // Corefile mode's ready, as CoreDNS's: 200 OK once the cluster's records are in, 503 before
+      // and from SIGTERM on (the lameduck).
+      const readyAddress = options.readyAddress;
+      if (readyAddress) {
+        const readyHttp = await listenHttp(
+          readyAddress.host,
+          readyAddress.port,
+          {
+            '/ready': () => (ready && !draining ? { status: 200, body: 'OK' } : { status: 503, body: 'kubernetes\n' }),
+          },
+          { flags: 'the Corefile’s ready' },
+        );
+        closers.push('ready', () => readyHttp.close());
+      }
       const metricsHttp = await listenHttp(
         options.healthzHost,
         options.metricsPort,

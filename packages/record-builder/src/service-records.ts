@@ -21,6 +21,26 @@ export interface RecordContext {
   /** The cluster zone, canonical: `cluster.local.`. */
   readonly zone: Fqdn;
   readonly ttlSeconds: number;
+  /** A Corefile's `namespaces`: only these namespaces' Services are answered; unset, all. */
+  readonly exposedNamespaces?: ReadonlySet<string>;
+  /** A Corefile's `ignore empty_service`: a ClusterIP Service with no published endpoint is not answered. */
+  readonly ignoreEmptyService?: boolean;
+}
+
+/** Whether the namespace's names are answered at all (`namespaces`). */
+export const isNamespaceExposed = (namespace: string, ctx: RecordContext): boolean =>
+  ctx.exposedNamespaces === undefined || ctx.exposedNamespaces.has(namespace);
+
+/**
+ * Whether a Service has names in the zone: its namespace is exposed, and, with `ignore
+ * empty_service`, a ClusterIP Service has an endpoint to send traffic to (CoreDNS's reading:
+ * a ready address, or a not-ready one its Service publishes).
+ */
+export function isAnswered(service: ServiceInfo, groups: Iterable<EndpointGroup>, ctx: RecordContext): boolean {
+  if (!isNamespaceExposed(service.namespace, ctx)) return false;
+  if (!ctx.ignoreEmptyService || service.kind !== 'cluster-ip') return true;
+  for (const group of groups) for (let i = 0; i < group.count; i++) if (isPublished(service, group, i)) return true;
+  return false;
 }
 
 /** kube-dns's SRV priority; weights share 100 among the records of one RRset. */
@@ -287,6 +307,7 @@ export function buildServiceRecords(
   ctx: RecordContext,
 ): RecordSet {
   const set: RecordSet = new Map();
+  if (!isAnswered(service, groups, ctx)) return set;
   const put = (name: Fqdn, rrs: Rr[] | undefined) => {
     if (rrs?.length) set.set(name, rrs);
   };

@@ -19,7 +19,16 @@ import { createResponder, type Responder } from './responder.js';
 
 /** A zone with a responder behind the real query pipeline, for unit tests: no sockets, no watches. */
 export function createTestZone(
-  options: { pods?: PodsMode; ready?: boolean; transferTo?: string[]; ttl?: number; journalBytes?: number } = {},
+  options: {
+    pods?: PodsMode;
+    ready?: boolean;
+    transferTo?: string[];
+    ttl?: number;
+    journalBytes?: number;
+    /** A Corefile's kubernetes options: `namespaces`, `ignore empty_service`. */
+    exposedNamespaces?: string[];
+    ignoreEmptyService?: boolean;
+  } = {},
 ) {
   let ready = options.ready ?? true;
   let responder: Responder | undefined;
@@ -37,6 +46,8 @@ export function createTestZone(
     pods: options.pods ?? 'insecure',
     dnsService: { namespace: 'kube-system', name: 'kube-dns' },
     state,
+    ...(options.exposedNamespaces ? { exposedNamespaces: new Set(options.exposedNamespaces) } : {}),
+    ...(options.ignoreEmptyService ? { ignoreEmptyService: true } : {}),
   };
   responder = createResponder({
     view,

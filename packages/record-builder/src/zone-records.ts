@@ -2,7 +2,15 @@ import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, to
 import { serviceKey } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { parsePodName } from './pod-records.js';
-import { baseRecords, hostRecords, portRecords, protocolHasPorts, ptrTargets } from './service-records.js';
+import {
+  baseRecords,
+  hostRecords,
+  isAnswered,
+  isNamespaceExposed,
+  portRecords,
+  protocolHasPorts,
+  ptrTargets,
+} from './service-records.js';
 import type { ZoneView } from './zone-view.js';
 
 /** What is at one name of our zones. */
@@ -50,6 +58,7 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecor
   if (top !== 'svc') return none(false);
   if (n === 1) return none(state.hasServices());
   const namespace = below[n - 2] as string;
+  if (!isNamespaceExposed(namespace, view)) return none(false, true);
   if (n === 2) return none(state.namespaceHasServices(namespace));
   const key = serviceKey(namespace, below[n - 3] as string);
   const service = state.serviceByKey(key);
@@ -61,6 +70,8 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecor
     owners: [key],
     stable: true,
   });
+  // Not answered (`ignore empty_service` with no endpoint): NXDOMAIN until an endpoint comes.
+  if (!isAnswered(service, groups, view)) return owned(undefined, false);
   // The base name has names below it only when it has records itself: without published
   // endpoints a headless Service's name does not exist (NXDOMAIN, spec §2.4.1).
   if (n === 3) return owned(baseRecords(service, groups, view, qtype === QTYPE.A || qtype === QTYPE.AAAA));
@@ -108,10 +119,12 @@ function podRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
     case 'apex':
       return none(true, stable);
     case 'namespace':
+      if (!isNamespaceExposed(pod.namespace, view)) return none(false, stable);
       return none(view.pods === 'insecure' || view.state.hasPodsIn(pod.namespace), stable);
     case 'invalid':
       return none(false, stable);
     case 'address': {
+      if (!isNamespaceExposed(pod.namespace, view)) return none(false, stable);
       if (view.pods === 'verified' && !view.state.hasPodIp(pod.namespace, pod.ip)) return none(false);
       const rr: Rr = pod.ip.includes(':')
         ? { name, type: QTYPE.AAAA, class: QCLASS.IN, ttl: view.ttlSeconds, address: pod.ip }
@@ -135,7 +148,8 @@ function reverseRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
   const targets = new Set<Fqdn>();
   for (const key of owners) {
     const service = view.state.serviceByKey(key);
-    if (service) for (const t of ptrTargets(service, view.state.groupsOf(key), address, view)) targets.add(t);
+    if (service && isNamespaceExposed(service.namespace, view))
+      for (const t of ptrTargets(service, view.state.groupsOf(key), address, view)) targets.add(t);
   }
   const rrs = [...targets].map(
     (target): Rr => ({ name, type: QTYPE.PTR, class: QCLASS.IN, ttl: view.ttlSeconds, target }),

@@ -1,9 +1,10 @@
 import type { Fqdn } from '@cluster-dns/wire';
 import type { ClusterState } from './cluster-state.js';
 import type { PodsMode } from './pod-records.js';
+import type { RecordContext } from './service-records.js';
 
 /** What answers are built from: the zones served, their TTL and options, and the store. */
-export interface ZoneView {
+export interface ZoneView extends RecordContext {
   readonly zone: Fqdn;
   readonly reverseZones: readonly Fqdn[];
   readonly ttlSeconds: number;

@@ -128,6 +128,7 @@ export {
   sameNameOctets,
 } from './query.js';
 export { assembleReply, copyRecord, copyWithoutOpt, recordTarget } from './record-copy.js';
+export { findTurnRun, type TurnRun, turnRecords } from './record-turn.js';
 export type {
   AaaaRecord,
   ARecord,

@@ -1,33 +1,14 @@
+import { readFileSync } from 'node:fs';
 import { toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { CorefileError } from './parse.js';
 import { readCorefile } from './server-blocks.js';
 
-/** kubeadm's default Corefile (cmd/kubeadm/app/phases/addons/dns), as clusters run it. */
-export const KUBEADM_COREFILE = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30 {
-       disable success cluster.local
-       disable denial cluster.local
-    }
-    loop
-    reload
-    loadbalance
-}
-`;
+/**
+ * kubeadm's default Corefile (kubernetes/kubernetes cmd/kubeadm/app/phases/addons/dns), as clusters
+ * run it; the e2e test starts the Pod from the same file.
+ */
+const KUBEADM_COREFILE = readFileSync(new URL('../../../../test/fixtures/kubeadm.Corefile', import.meta.url), 'utf8');
 
 const pod = (text: string) => readCorefile(text, { mode: 'pod' });
 const one = (body: string) => pod(`.:53 {\n${body}\n}`)[0] as ReturnType<typeof pod>[number];

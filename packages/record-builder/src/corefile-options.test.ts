@@ -1,0 +1,64 @@
+import { readFileSync } from 'node:fs';
+import { CorefileError, parseFlags } from '@cluster-dns/runtime';
+import { describe, expect, it } from 'vitest';
+import { recordBuilderFromCorefile } from './corefile-options.js';
+import { recordBuilderFlags, toRecordBuilderOptions, withCorefile } from './options.js';
+
+const KUBEADM = readFileSync(new URL('../../../test/fixtures/kubeadm.Corefile', import.meta.url), 'utf8');
+
+describe('the record-builder’s part of a Corefile', () => {
+  it('takes kubeadm’s kubernetes plugin and ready over the flags, leaving its own ports', () => {
+    const flags = toRecordBuilderOptions(parseFlags(recordBuilderFlags, ['--ttl=60', '--dns-port=10053']).values);
+    const options = withCorefile(flags, recordBuilderFromCorefile(KUBEADM, 'Corefile'));
+    expect([options.zone, options.pods, options.ttlSeconds, options.dnsPort]).toEqual([
+      'cluster.local.',
+      'insecure',
+      30,
+      10053,
+    ]);
+    expect(options.readyAddress).toEqual({ host: '0.0.0.0', port: 8181 });
+    expect([options.namespaces, options.ignoreEmptyService, options.endpointPodNames]).toEqual([
+      undefined,
+      false,
+      false,
+    ]);
+  });
+
+  it('takes the API server and the answers’ options', () => {
+    const got = recordBuilderFromCorefile(
+      `.:53 {
+        kubernetes example.local in-addr.arpa {
+          kubeconfig /etc/kube/config admin
+          namespaces shop data
+          ignore empty_service
+          endpoint_pod_names
+        }
+      }`,
+      'Corefile',
+    );
+    expect(got).toMatchObject({
+      zone: 'example.local.',
+      pods: 'disabled',
+      ttlSeconds: 5,
+      kubecfgFile: '/etc/kube/config',
+      kubeContext: 'admin',
+      namespaces: ['shop', 'data'],
+      ignoreEmptyService: true,
+      endpointPodNames: true,
+      ready: undefined,
+    });
+  });
+
+  it.each([
+    ['no kubernetes plugin', '.:53 {\n forward . 1.1.1.1\n}', 1, 'no kubernetes plugin'],
+    ['two cluster zones', '.:53 {\n kubernetes a.local b.local\n}', 2, 'exactly one cluster zone'],
+  ])('refuses %s, naming the line', (_what, text, line, words) => {
+    expect(() => recordBuilderFromCorefile(text, 'Corefile')).toThrow(CorefileError);
+    try {
+      recordBuilderFromCorefile(text, 'Corefile');
+    } catch (error) {
+      expect((error as CorefileError).line).toBe(line);
+      expect((error as Error).message).toContain(words);
+    }
+  });
+});

@@ -1,0 +1,60 @@
+import { CorefileError, type HostPort, type KubernetesConfig, readCorefile } from '@cluster-dns/runtime';
+import { type Fqdn, isInZone, toFqdn } from '@cluster-dns/wire';
+import type { PodsMode } from './pod-records.js';
+
+const REVERSE = [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')];
+
+/** What a Pod's Corefile sets of the record-builder: its kubernetes plugin, and its ready. */
+export interface CorefileRecordBuilder {
+  readonly zone: Fqdn;
+  readonly pods: PodsMode;
+  readonly ttlSeconds: number;
+  readonly kubecfgFile: string | undefined;
+  readonly kubeContext: string | undefined;
+  readonly masterUrl: string | undefined;
+  /** `namespaces`: only these are answered; undefined: all. */
+  readonly namespaces: readonly string[] | undefined;
+  readonly ignoreEmptyService: boolean;
+  readonly endpointPodNames: boolean;
+  readonly multicluster: readonly Fqdn[];
+  /** `ready [ADDRESS]`: where /ready answers. */
+  readonly ready: HostPort | undefined;
+}
+
+/**
+ * The record-builder's part of a Pod's Corefile (--corefile), read with the one Corefile reader.
+ * Its kubernetes plugin names the cluster zone (one zone; the reverse zones are always served, and
+ * the forwarder sends it only those the Corefile lists), the pods mode, the TTL, the API server,
+ * and the answers' options. Throws CorefileError naming the line.
+ */
+export function recordBuilderFromCorefile(text: string, source: string): CorefileRecordBuilder {
+  const blocks = readCorefile(text, { source, mode: 'pod' });
+  const found = blocks.flatMap((b) => (b.kubernetes ? [{ block: b, k: b.kubernetes }] : []));
+  const first = found[0];
+  if (!first) throw new CorefileError(1, 'no kubernetes plugin: Corefile mode needs one to answer the cluster', source);
+  const { block, k } = first;
+  if (k.multicluster.length)
+    throw new CorefileError(k.line, 'kubernetes multicluster: clusterset.local is not served yet', source);
+  const zones = (k.zones ?? block.keys.map((key) => key.zone)).filter((z) => !REVERSE.some((r) => isInZone(z, r)));
+  if (zones.length !== 1)
+    throw new CorefileError(
+      k.line,
+      `kubernetes: exactly one cluster zone is supported beside the reverse zones, got ${zones.join(' ') || 'none'}`,
+      source,
+    );
+  return {
+    zone: zones[0] as Fqdn,
+    pods: k.pods,
+    ttlSeconds: k.ttlSeconds,
+    kubecfgFile: k.kubeconfig?.file,
+    kubeContext: k.kubeconfig?.context,
+    masterUrl: k.kubeconfig ? undefined : k.endpoint,
+    namespaces: k.namespaces,
+    ignoreEmptyService: k.ignoreEmptyService,
+    endpointPodNames: k.endpointPodNames,
+    multicluster: k.multicluster,
+    ready: blocks.find((b) => b.ready)?.ready,
+  };
+}
+
+export type { KubernetesConfig };
