@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { forwarderFlags, toForwarderOptions } from '@cluster-dns/forwarder';
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
-import { parseFlags } from '@cluster-dns/runtime';
+import { parseFlags, readCorefile } from '@cluster-dns/runtime';
 import { hasCommand, runCommand } from '@cluster-dns/testkit';
 import { dumpYaml, loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -184,6 +184,71 @@ describe.skipIf(!kubectl)('kustomize', () => {
     expect(run.status, run.stderr).toBe(0);
     const objects = loadAllYaml(run.stdout) as Array<{ kind: string; spec?: { clusterIP?: string } }>;
     expect(objects.find((o) => o.kind === 'Service')?.spec?.clusterIP).toBe('10.0.0.10');
+  });
+
+  it('the coredns overlay renders only the coredns Deployment (and its disruption budget), in Corefile mode on CoreDNS’s ports and probes', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests/overlays/coredns`]);
+    expect(run.status, run.stderr).toBe(0);
+    type Container = {
+      name: string;
+      args: string[];
+      ports: Array<{ containerPort: number; protocol: string }>;
+      readinessProbe?: { httpGet: { path: string; port: number } };
+      livenessProbe?: { httpGet: { path: string; port: number } };
+      volumeMounts: Array<{ name: string; mountPath: string }>;
+    };
+    type Deployment = {
+      kind: string;
+      metadata: { name: string };
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        template: {
+          spec: {
+            serviceAccountName: string;
+            volumes: Array<{ name: string; configMap: { name: string } }>;
+            containers: Container[];
+          };
+        };
+      };
+    };
+    const objects = loadAllYaml(run.stdout) as Deployment[];
+    // kubeadm's Service, ConfigMap, ServiceAccount and RBAC stay: nothing of ours replaces them.
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'Deployment/coredns',
+      'PodDisruptionBudget/coredns',
+    ]);
+    const deployment = objects.find((o) => o.kind === 'Deployment') as Deployment;
+    // kubeadm's Deployment selects k8s-app=kube-dns (immutable), as its Service does.
+    expect(deployment.spec.selector.matchLabels).toEqual({ 'k8s-app': 'kube-dns' });
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('coredns');
+    expect(pod.volumes).toEqual([
+      { name: 'config-volume', configMap: { name: 'coredns', items: [{ key: 'Corefile', path: 'Corefile' }] } },
+    ]);
+    const [kubedns, dnsmasq] = pod.containers as [Container, Container];
+    // Each reads the ConfigMap's Corefile where it is mounted, and each binary takes its args.
+    for (const [container, flags] of [
+      [kubedns, recordBuilderFlags],
+      [dnsmasq, forwarderFlags],
+    ] as const) {
+      const mount = container.volumeMounts.find((m) => m.name === 'config-volume')?.mountPath;
+      expect(parseFlags(flags as typeof forwarderFlags, container.args).values.corefile).toBe(`${mount}/Corefile`);
+    }
+    // The probes and ports are kubeadm's Corefile's: /ready on its ready, /health on its health, 53 and 9153.
+    const corefile = readCorefile(readFileSync(`${root}/test/fixtures/kubeadm.Corefile`, 'utf8'), { mode: 'pod' });
+    const block = corefile[0] as (typeof corefile)[number];
+    expect(kubedns.readinessProbe?.httpGet).toMatchObject({ path: '/ready', port: block.ready?.port });
+    expect(dnsmasq.livenessProbe?.httpGet).toMatchObject({ path: '/health', port: block.health?.address.port });
+    expect(dnsmasq.ports.map((p) => `${p.containerPort}/${p.protocol}`)).toEqual(
+      expect.arrayContaining([
+        `${block.keys[0]?.port}/UDP`,
+        `${block.keys[0]?.port}/TCP`,
+        `${block.prometheus?.port}/TCP`,
+      ]),
+    );
+    // The record-builder answers the forwarder alone, and pushes its changes to it.
+    const rb = toRecordBuilderOptions(parseFlags(recordBuilderFlags, kubedns.args).values);
+    expect([rb.dnsHost, rb.notify]).toEqual(['127.0.0.1', [{ host: '127.0.0.1', port: block.keys[0]?.port }]]);
   });
 
   it('the node-local push overlay: the record-builder finds the DaemonSet’s pods by their own label, knows its pod IP, and the forwarder relays transfers', async () => {
