@@ -62,3 +62,24 @@ describe('the record-builder’s part of a Corefile', () => {
     }
   });
 });
+
+describe('the kubernetes plugin’s options as flags (the kube-dns layout)', () => {
+  it('reads --namespaces (repeated or comma-separated), --ignore-empty-service and --endpoint-pod-names', () => {
+    const options = toRecordBuilderOptions(
+      parseFlags(recordBuilderFlags, [
+        '--namespaces=shop,data',
+        '--namespaces=default',
+        '--ignore-empty-service',
+        '--endpoint-pod-names',
+      ]).values,
+    );
+    expect([options.namespaces, options.ignoreEmptyService, options.endpointPodNames]).toEqual([
+      ['shop', 'data', 'default'],
+      true,
+      true,
+    ]);
+    const none = toRecordBuilderOptions(parseFlags(recordBuilderFlags, []).values);
+    expect([none.namespaces, none.ignoreEmptyService, none.endpointPodNames]).toEqual([undefined, false, false]);
+    expect(() => parseFlags(recordBuilderFlags, ['--namespaces=Not_A_Namespace'])).toThrow(/--namespaces/);
+  });
+});

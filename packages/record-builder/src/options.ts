@@ -73,6 +73,20 @@ export const recordBuilderFlags = {
     min: 0,
     max: 2_147_483_647,
   }),
+  namespaces: flag.list(
+    'answer only these namespaces’ Services and pods (repeatable, or comma-separated); all by default (CoreDNS’s kubernetes namespaces)',
+    (raw, name) => {
+      const list = raw.split(',').filter(Boolean);
+      if (list.length === 0 || !list.every(isDns1123Label)) throw new FlagError(name, raw, 'namespace names');
+      return list;
+    },
+  ),
+  'ignore-empty-service': flag.bool(
+    'a ClusterIP Service with no ready endpoint is NXDOMAIN, not its cluster IP (CoreDNS’s kubernetes ignore empty_service)',
+  ),
+  'endpoint-pod-names': flag.bool(
+    'name an endpoint without a hostname after its pod, not its dashed IP (CoreDNS’s kubernetes endpoint_pod_names)',
+  ),
   pods: flag.enumOf(
     'pod records <a-b-c-d>.<ns>.pod.<zone>: any address, only addresses of pods in that namespace, or none',
     ['insecure', 'verified', 'disabled'] as const,
@@ -253,9 +267,9 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     lameduckMs: values.lameduck,
     kubeContext: undefined,
     readyAddress: undefined,
-    namespaces: undefined,
-    ignoreEmptyService: false,
-    endpointPodNames: false,
+    namespaces: values.namespaces.length ? Object.freeze(values.namespaces.flat()) : undefined,
+    ignoreEmptyService: values['ignore-empty-service'],
+    endpointPodNames: values['endpoint-pod-names'],
   });
 }
 
@@ -274,9 +288,9 @@ export function withCorefile(options: RecordBuilderOptions, corefile: CorefileRe
     kubeContext: corefile.kubeContext,
     masterUrl: corefile.masterUrl ?? options.masterUrl,
     readyAddress: corefile.ready,
-    namespaces: corefile.namespaces,
-    ignoreEmptyService: corefile.ignoreEmptyService,
-    endpointPodNames: corefile.endpointPodNames,
+    namespaces: corefile.namespaces ?? options.namespaces,
+    ignoreEmptyService: corefile.ignoreEmptyService || options.ignoreEmptyService,
+    endpointPodNames: corefile.endpointPodNames || options.endpointPodNames,
   });
 }
 
