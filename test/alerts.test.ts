@@ -6,6 +6,7 @@ import { forwarderFlags, toForwarderOptions } from '@cluster-dns/forwarder';
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
 import { parseFlags, readCorefile } from '@cluster-dns/runtime';
 import { hasCommand, runCommand } from '@cluster-dns/testkit';
+import type { Fqdn } from '@cluster-dns/wire';
 import { dumpYaml, loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 
@@ -289,5 +290,28 @@ describe.skipIf(!kubectl)('kustomize', () => {
     expect([...new Set(granted)].sort()).toEqual(
       [...new Set(watchedResources(options).map((r) => (r === 'node-caches' ? 'pods' : r)))].sort(),
     );
+  });
+
+  it('the multicluster overlay: the record-builder serves clusterset.local, the forwarder routes it there, ServiceImports are granted', async () => {
+    const run = await runCommand('kubectl', ['kustomize', `${root}/manifests/overlays/multicluster`]);
+    expect(run.status, run.stderr).toBe(0);
+    type Container = { name: string; args: string[] };
+    const objects = loadAllYaml(run.stdout) as Array<{
+      kind: string;
+      spec: { template: { spec: { containers: Container[] } } };
+      rules: Array<{ apiGroups: string[]; resources: string[] }>;
+    }>;
+    const containers = objects.find((o) => o.kind === 'Deployment')?.spec.template.spec.containers ?? [];
+    const arg = (name: string) => (containers.find((c) => c.name === name) as Container).args;
+    const rb = toRecordBuilderOptions(parseFlags(recordBuilderFlags, arg('kubedns')).values);
+    expect(rb.multiclusterZone).toBe('clusterset.local.');
+    const fw = parseFlags(forwarderFlags, arg('dnsmasq')).values;
+    expect(fw.server.find((r) => r.domains.includes(rb.multiclusterZone as Fqdn))?.servers[0]).toMatchObject({
+      host: '127.0.0.1',
+      port: rb.dnsPort,
+    });
+    const rules = objects.find((o) => o.kind === 'ClusterRole')?.rules ?? [];
+    expect([...new Set(rules.flatMap((r) => r.resources))].sort()).toEqual([...new Set(watchedResources(rb))].sort());
+    expect(rules.find((r) => r.resources.includes('serviceimports'))?.apiGroups).toEqual(['multicluster.x-k8s.io']);
   });
 });

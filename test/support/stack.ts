@@ -69,6 +69,8 @@ export async function startStack(
     notify?: 'direct' | number | 'none';
     /** What the outside upstream serves (default: pay.example.org and www.example.org). */
     upstreamRecords?: TestUpstreamOptions['records'];
+    /** A clusterset zone: served by the record-builder (--multicluster-zone) and routed to it. */
+    clustersetZone?: string;
   } = {},
 ): Promise<Stack> {
   const api = await startApiServer({ objects: options.objects ?? baseCluster() });
@@ -87,6 +89,7 @@ export async function startStack(
     nodeArgs: options.rbNodeArgs,
     args: localRecordBuilderArgs(kubeconfig, [
       ...(notify === 'none' ? [] : [`--notify=127.0.0.1:${notify === 'direct' ? fwPort : notify}`]),
+      ...(options.clustersetZone ? [`--multicluster-zone=${options.clustersetZone}`] : []),
       ...(options.rbArgs ?? []),
     ]),
   });
@@ -106,6 +109,7 @@ export async function startStack(
       `--server=/cluster.local/127.0.0.1#${rbPort}`,
       `--server=/in-addr.arpa/127.0.0.1#${rbPort}`,
       `--server=/ip6.arpa/127.0.0.1#${rbPort}`,
+      ...(options.clustersetZone ? [`--server=/${options.clustersetZone}/127.0.0.1#${rbPort}`] : []),
       `--server=${upstream.address}`,
       '--lameduck=0s',
       '--metrics-port=0',

@@ -23,6 +23,7 @@ export interface AnswerParts {
 /** The served zone a name falls in, most specific first; undefined means not ours. */
 export function zoneOf(view: ZoneView, name: Fqdn): Fqdn | undefined {
   if (isInZone(name, view.zone)) return view.zone;
+  if (view.clustersetZone && isInZone(name, view.clustersetZone)) return view.clustersetZone;
   return view.reverseZones.find((z) => isInZone(name, z));
 }
 

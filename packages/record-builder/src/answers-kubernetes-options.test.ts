@@ -81,7 +81,7 @@ describe('endpoint_pod_names: an endpoint without a hostname is named after its 
       { addresses: ['10.244.1.33'], targetRef: { kind: 'Pod', name: `p${'x'.repeat(70)}` } },
       { addresses: ['10.244.1.34'], targetRef: { kind: 'Node', name: 'node-1' } },
     ];
-    const named = toEndpointGroup(slice(endpoints), true);
+    const named = toEndpointGroup(slice(endpoints), { podNames: true });
     const t = createTestZone();
     t.state.upsertService(svc('data', 'pg', { kind: 'headless' }));
     if (named) t.state.upsertGroup(named);

@@ -1,8 +1,11 @@
 import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceInfo } from './cluster-model.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 
-/** What the reflectors watch. `node-caches`: the node-local DaemonSet's pods (--node-cache-selector). */
-export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods' | 'node-caches';
+/**
+ * What the reflectors watch. `node-caches`: the node-local DaemonSet's pods (--node-cache-selector);
+ * `serviceimports`: the Multi-Cluster Services API's imports (--multicluster-zone).
+ */
+export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods' | 'node-caches' | 'serviceimports';
 
 /** The latest state of one object: null when it was deleted. */
 export interface FeedUpdate {
@@ -59,4 +62,6 @@ export interface WorkerConfig {
   readonly nodeCaches?: { readonly namespace: string; readonly labelSelector: string };
   /** A Corefile's `endpoint_pod_names`: an endpoint without a hostname takes its pod's name. */
   readonly endpointPodNames?: boolean;
+  /** A clusterset zone is served: imported EndpointSlices are read as their ServiceImports' groups. */
+  readonly multicluster?: boolean;
 }

@@ -85,6 +85,10 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
         if (u.value) state.upsertService(u.value as ServiceInfo);
         else state.deleteService(u.namespace, u.name);
         break;
+      case 'serviceimports':
+        if (u.value) state.upsertService(u.value as ServiceInfo);
+        else state.deleteImport(u.namespace, u.name);
+        break;
       case 'endpointslices':
       case 'endpoints': {
         const group = u.value as EndpointGroup | null;
@@ -133,6 +137,7 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
 
   const known = (): WorkerConfig['known'] => ({
     services: state.serviceKeys(),
+    serviceimports: state.importKeys(),
     endpointslices: state.groupKeys(),
     endpoints: state.groupKeys(),
     pods: state.podKeys(),

@@ -27,10 +27,12 @@ import type {
 import { fullGc } from './full-gc.js';
 import { loadKubeConfig } from './kube-config.js';
 import {
+  type ServiceImportObject,
   toEndpointGroup,
   toEndpointGroupFromEndpoints,
   toNodeCacheInfo,
   toPodInfo,
+  toServiceImportInfo,
   toServiceInfo,
 } from './kube-objects.js';
 import { createReflector, type ObjectSink } from './reflector.js';
@@ -60,6 +62,7 @@ const PATHS: Record<ResourceName, string> = {
   endpoints: '/api/v1/endpoints',
   pods: '/api/v1/pods',
   endpointslices: '/apis/discovery.k8s.io/v1/endpointslices',
+  serviceimports: '/apis/multicluster.x-k8s.io/v1alpha1/serviceimports',
   // One namespace, one label selector: a few thousand small objects at most, even on a large cluster.
   'node-caches': nodeCaches
     ? `/api/v1/namespaces/${encodeURIComponent(nodeCaches.namespace)}/pods?labelSelector=${encodeURIComponent(nodeCaches.labelSelector)}`
@@ -72,7 +75,14 @@ function toValue(resource: ResourceName, o: KubernetesObject): FeedUpdate['value
     case 'services':
       return toServiceInfo(o as V1Service) ?? null;
     case 'endpointslices':
-      return toEndpointGroup(o as V1EndpointSlice, config.endpointPodNames) ?? null;
+      return (
+        toEndpointGroup(o as V1EndpointSlice, {
+          podNames: config.endpointPodNames,
+          multicluster: config.multicluster,
+        }) ?? null
+      );
+    case 'serviceimports':
+      return toServiceImportInfo(o as ServiceImportObject) ?? null;
     case 'endpoints':
       return toEndpointGroupFromEndpoints(o as V1Endpoints) ?? null;
     case 'pods':

@@ -26,6 +26,11 @@ export interface ServiceInfo {
   readonly ports: readonly ServicePort[];
   /** publishNotReadyAddresses, or the legacy tolerate-unready-endpoints annotation. */
   readonly publishNotReady: boolean;
+  /**
+   * A ServiceImport (Multi-Cluster Services, KEP-1645): its names are in the clusterset zone, its
+   * ClusterSetIPs are `clusterIPs`, a Headless import is `headless`.
+   */
+  readonly clusterset?: true;
 }
 
 /** Bits of EndpointGroup.flags, per endpoint. */
@@ -61,6 +66,11 @@ export interface EndpointGroup {
   readonly hostnameAt: Uint32Array | undefined;
   /** EndpointSlice annotation endpoints.kubernetes.io/last-change-trigger-time, in ms; 0 when absent. */
   readonly triggerTimeMs: number;
+  /**
+   * An imported slice (multicluster.kubernetes.io/source-cluster): the member cluster its endpoints
+   * are in. Its owner is the ServiceImport of `serviceName`, and its endpoints' names carry the id.
+   */
+  readonly clusterId?: string;
 }
 
 export interface PodInfo {
@@ -70,6 +80,16 @@ export interface PodInfo {
 }
 
 export const serviceKey = (namespace: string, name: string) => `${namespace}/${name}`;
+
+/** A ServiceImport's key: apart from a Service of the same name (`@` is in no object name). */
+export const importKey = (namespace: string, name: string) => `${namespace}/${name}@clusterset`;
+
+/** Whether an owner key is a ServiceImport's. */
+export const isImportKey = (key: string) => key.endsWith('@clusterset');
+
+/** The key of a Service or ServiceImport. */
+export const ownerKeyOf = (service: Pick<ServiceInfo, 'namespace' | 'name' | 'clusterset'>) =>
+  service.clusterset ? importKey(service.namespace, service.name) : serviceKey(service.namespace, service.name);
 
 /** A node cache (a ready pod of the node-local DaemonSet): NOTIFY goes to its node's address. */
 export interface NodeCacheInfo {

@@ -1,6 +1,14 @@
 import { type Fqdn, ipv6Nibbles, type ProgrammedChange, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
 import { type AddressKey, addressKey, isIpv6Key, keyAddress } from './address-key.js';
-import { type EndpointGroup, type PodInfo, type ServiceInfo, serviceKey } from './cluster-model.js';
+import {
+  type EndpointGroup,
+  importKey,
+  isImportKey,
+  ownerKeyOf,
+  type PodInfo,
+  type ServiceInfo,
+  serviceKey,
+} from './cluster-model.js';
 import { reuseUnchanged } from './endpoint-group.js';
 import { ptrAddressKeys, type RecordContext } from './service-records.js';
 import { SharedWords } from './shared-words.js';
@@ -9,8 +17,8 @@ import { type JournalEntry, ZoneJournal } from './zone-journal.js';
 /** The DNS schema version this server implements (spec §2.1). */
 export const SCHEMA_VERSION = '1.1.0';
 
-/** Which zones a change touched, as bits: the cluster zone, in-addr.arpa, ip6.arpa. */
-export const ZONE_BIT = { cluster: 1, inAddr: 2, ip6: 4 } as const;
+/** Which zones a change touched, as bits: the cluster zone, in-addr.arpa, ip6.arpa, the clusterset zone. */
+export const ZONE_BIT = { cluster: 1, inAddr: 2, ip6: 4, clusterset: 8 } as const;
 
 /** A listener of changes: which Services' names changed, and in which zones (ZONE_BIT). */
 export type ChangeListener = (owners: readonly string[], zones: number) => void;
@@ -27,6 +35,8 @@ export class ClusterState {
   private readonly groups = new Map<string, EndpointGroup>();
   private readonly groupsByService = new Map<string, Map<string, EndpointGroup>>();
   private readonly namespaces = new Map<string, number>();
+  /** Namespaces with ServiceImports, and how many: the clusterset zone's `<ns>.svc` names. */
+  private readonly importNamespaces = new Map<string, number>();
   /** Address (address-key.ts) → the Services with a PTR for it (one key, or several). */
   private readonly ptrOwners = new Map<AddressKey, string | string[]>();
   private readonly ptrByService = new Map<string, readonly AddressKey[]>();
@@ -70,6 +80,7 @@ export class ClusterState {
     return this.serialNumber;
   }
 
+  /** Services and ServiceImports held. */
   get serviceCount(): number {
     return this.services.size;
   }
@@ -98,7 +109,16 @@ export class ClusterState {
 
   /** Keys (namespace/name) of what is held, by kind: what a new API worker's first list compares with. */
   serviceKeys(): string[] {
-    return [...this.services.keys()];
+    return [...this.services.keys()].filter((key) => !isImportKey(key));
+  }
+
+  importKeys(): string[] {
+    return [...this.services.values()].filter((s) => s.clusterset).map((s) => serviceKey(s.namespace, s.name));
+  }
+
+  /** A ServiceImport (the clusterset zone's Service). */
+  serviceImport(namespace: string, name: string): ServiceInfo | undefined {
+    return this.services.get(importKey(namespace, name));
   }
 
   groupKeys(): string[] {
@@ -110,11 +130,19 @@ export class ClusterState {
   }
 
   hasServices(): boolean {
-    return this.services.size > 0;
+    return this.namespaces.size > 0;
   }
 
   namespaceHasServices(namespace: string): boolean {
     return this.namespaces.has(namespace);
+  }
+
+  hasImports(): boolean {
+    return this.importNamespaces.size > 0;
+  }
+
+  namespaceHasImports(namespace: string): boolean {
+    return this.importNamespaces.has(namespace);
   }
 
   /** The Services with a PTR record for this address (canonical text). */
@@ -128,23 +156,32 @@ export class ClusterState {
     return this.reversePrefixes.has(prefix);
   }
 
+  /** Adds or replaces a Service, or a ServiceImport (`clusterset`: kept apart under importKey). */
   upsertService(update: ServiceInfo): void {
     const info = this.words.service(update);
-    const key = serviceKey(info.namespace, info.name);
+    const key = ownerKeyOf(info);
+    const counts = info.clusterset ? this.importNamespaces : this.namespaces;
     this.remember(key);
-    if (!this.services.has(key)) this.namespaces.set(info.namespace, (this.namespaces.get(info.namespace) ?? 0) + 1);
+    if (!this.services.has(key)) counts.set(info.namespace, (counts.get(info.namespace) ?? 0) + 1);
     this.services.set(key, info);
     this.rebuilt(key);
   }
 
   deleteService(namespace: string, name: string): void {
-    const key = serviceKey(namespace, name);
+    this.deleteOwner(serviceKey(namespace, name), this.namespaces, namespace);
+  }
+
+  deleteImport(namespace: string, name: string): void {
+    this.deleteOwner(importKey(namespace, name), this.importNamespaces, namespace);
+  }
+
+  private deleteOwner(key: string, counts: Map<string, number>, namespace: string): void {
     if (!this.services.has(key)) return;
     this.remember(key);
     this.services.delete(key);
-    const left = (this.namespaces.get(namespace) ?? 1) - 1;
-    if (left > 0) this.namespaces.set(namespace, left);
-    else this.namespaces.delete(namespace);
+    const left = (counts.get(namespace) ?? 1) - 1;
+    if (left > 0) counts.set(namespace, left);
+    else counts.delete(namespace);
     this.rebuilt(key);
   }
 
@@ -154,18 +191,21 @@ export class ClusterState {
    * Service is known, as CoreDNS times it: a ClusterIP or headless Service (a slice with a trigger
    * time is the endpoint controller's, so the Service has a selector). The journal keeps it too,
    * for the forwarders' IXFR. `timed` false: the first list, whose trigger times are history,
-   * not changes being programmed now.
+   * not changes being programmed now. An imported slice belongs to its ServiceImport, and is not
+   * timed: the SLI is about this cluster's changes.
    */
   upsertGroup(update: EndpointGroup, timed = true): ProgrammedChange | undefined {
     const key = serviceKey(update.namespace, update.name);
     const previous = this.groups.get(key);
-    if (previous && previous.serviceName !== update.serviceName) this.deleteGroup(update.namespace, update.name);
+    if (previous && (previous.serviceName !== update.serviceName || previous.clusterId !== update.clusterId))
+      this.deleteGroup(update.namespace, update.name);
     const group = reuseUnchanged(this.groups.get(key), this.words.group(update));
-    const owner = serviceKey(group.namespace, group.serviceName);
+    const owner = groupOwner(group);
     this.remember(owner);
     const service = this.services.get(owner);
-    const kind =
-      service?.kind === 'cluster-ip'
+    const kind = service?.clusterset
+      ? undefined
+      : service?.kind === 'cluster-ip'
         ? 'cluster_ip'
         : service?.kind === 'headless'
           ? 'headless_with_selector'
@@ -191,7 +231,7 @@ export class ClusterState {
     const key = serviceKey(namespace, name);
     const previous = this.groups.get(key);
     if (!previous) return;
-    const owner = serviceKey(previous.namespace, previous.serviceName);
+    const owner = groupOwner(previous);
     this.remember(owner);
     this.groups.delete(key);
     this.endpoints -= previous.count;
@@ -240,7 +280,7 @@ export class ClusterState {
     const moved = !sameList(before, next);
     // The reverse zones change when the addresses with a PTR do, or, for a headless Service, when
     // an endpoint's hostname may have (its PTR names it); a ClusterIP Service's PTR names only it.
-    let zones: number = ZONE_BIT.cluster;
+    let zones: number = isImportKey(owner) ? ZONE_BIT.clusterset : ZONE_BIT.cluster;
     if (moved || service?.kind === 'headless')
       for (const ip of [...before, ...next]) zones |= isIpv6Key(ip) ? ZONE_BIT.ip6 : ZONE_BIT.inAddr;
     if (moved) {
@@ -326,6 +366,12 @@ export function reversePrefixesOf(ip: string): string[] {
   const parts = ip.includes(':') ? ipv6Nibbles(ip).split('') : ip.split('.');
   return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('.'));
 }
+
+/** The Service (or, for an imported slice, the ServiceImport) a group is part of. */
+const groupOwner = (group: EndpointGroup) =>
+  group.clusterId === undefined
+    ? serviceKey(group.namespace, group.serviceName)
+    : importKey(group.namespace, group.serviceName);
 
 function sameList(a: readonly AddressKey[], b: readonly AddressKey[]): boolean {
   if (a.length !== b.length) return false;

@@ -49,7 +49,25 @@ describe('the record-builder’s part of a Corefile', () => {
     });
   });
 
+  it('takes multicluster’s zone as the clusterset zone, apart from the cluster zone', () => {
+    const text = `.:53 {
+      kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {
+        multicluster clusterset.local
+      }
+    }`;
+    const flags = toRecordBuilderOptions(parseFlags(recordBuilderFlags, []).values);
+    const options = withCorefile(flags, recordBuilderFromCorefile(text, 'Corefile'));
+    expect([options.zone, options.multiclusterZone]).toEqual(['cluster.local.', 'clusterset.local.']);
+    expect(flags.multiclusterZone).toBeUndefined();
+  });
+
   it.each([
+    [
+      'two multicluster zones',
+      '.:53 {\n kubernetes cluster.local {\n  multicluster a.local b.local\n }\n}',
+      2,
+      'one clusterset zone',
+    ],
     ['no kubernetes plugin', '.:53 {\n forward . 1.1.1.1\n}', 1, 'no kubernetes plugin'],
     ['two cluster zones', '.:53 {\n kubernetes a.local b.local\n}', 2, 'exactly one cluster zone'],
   ])('refuses %s, naming the line', (_what, text, line, words) => {
@@ -81,5 +99,13 @@ describe('the kubernetes plugin’s options as flags (the kube-dns layout)', () 
     const none = toRecordBuilderOptions(parseFlags(recordBuilderFlags, []).values);
     expect([none.namespaces, none.ignoreEmptyService, none.endpointPodNames]).toEqual([undefined, false, false]);
     expect(() => parseFlags(recordBuilderFlags, ['--namespaces=Not_A_Namespace'])).toThrow(/--namespaces/);
+  });
+
+  it('reads --multicluster-zone, and refuses one that is no zone or overlaps --domain, naming the flag', () => {
+    const read = (...args: string[]) => toRecordBuilderOptions(parseFlags(recordBuilderFlags, args).values);
+    expect(read('--multicluster-zone=clusterset.local').multiclusterZone).toBe('clusterset.local.');
+    expect(() => read('--multicluster-zone=not_a.zone')).toThrow(/--multicluster-zone/);
+    expect(() => read('--multicluster-zone=cluster.local')).toThrow(/--multicluster-zone.*apart from --domain/);
+    expect(() => read('--multicluster-zone=set.cluster.local')).toThrow(/--multicluster-zone/);
   });
 });

@@ -16,7 +16,8 @@ export interface CorefileRecordBuilder {
   readonly namespaces: readonly string[] | undefined;
   readonly ignoreEmptyService: boolean;
   readonly endpointPodNames: boolean;
-  readonly multicluster: readonly Fqdn[];
+  /** `multicluster ZONE`: the clusterset zone (KEP-1645), or undefined. */
+  readonly clustersetZone: Fqdn | undefined;
   /** `ready [ADDRESS]`: where /ready answers. */
   readonly ready: HostPort | undefined;
 }
@@ -24,8 +25,8 @@ export interface CorefileRecordBuilder {
 /**
  * The record-builder's part of a Pod's Corefile (--corefile), read with the one Corefile reader.
  * Its kubernetes plugin names the cluster zone (one zone; the reverse zones are always served, and
- * the forwarder sends it only those the Corefile lists), the pods mode, the TTL, the API server,
- * and the answers' options. Throws CorefileError naming the line.
+ * the forwarder sends it only those the Corefile lists), the clusterset zone of `multicluster`,
+ * the pods mode, the TTL, the API server, and the answers' options. Throws CorefileError naming the line.
  */
 export function recordBuilderFromCorefile(text: string, source: string): CorefileRecordBuilder {
   const blocks = readCorefile(text, { source, mode: 'pod' });
@@ -33,9 +34,16 @@ export function recordBuilderFromCorefile(text: string, source: string): Corefil
   const first = found[0];
   if (!first) throw new CorefileError(1, 'no kubernetes plugin: Corefile mode needs one to answer the cluster', source);
   const { block, k } = first;
-  if (k.multicluster.length)
-    throw new CorefileError(k.line, 'kubernetes multicluster: clusterset.local is not served yet', source);
-  const zones = (k.zones ?? block.keys.map((key) => key.zone)).filter((z) => !REVERSE.some((r) => isInZone(z, r)));
+  if (k.multicluster.length > 1)
+    throw new CorefileError(
+      k.line,
+      `kubernetes multicluster: one clusterset zone is supported, got ${k.multicluster.join(' ')}`,
+      source,
+    );
+  const clustersetZone = k.multicluster[0];
+  const zones = (k.zones ?? block.keys.map((key) => key.zone)).filter(
+    (z) => z !== clustersetZone && !REVERSE.some((r) => isInZone(z, r)),
+  );
   if (zones.length !== 1)
     throw new CorefileError(
       k.line,
@@ -52,7 +60,7 @@ export function recordBuilderFromCorefile(text: string, source: string): Corefil
     namespaces: k.namespaces,
     ignoreEmptyService: k.ignoreEmptyService,
     endpointPodNames: k.endpointPodNames,
-    multicluster: k.multicluster,
+    clustersetZone,
     ready: blocks.find((b) => b.ready)?.ready,
   };
 }

@@ -15,6 +15,7 @@ export interface GroupMeta {
   readonly serviceName: string;
   readonly ports: readonly ServicePort[];
   readonly triggerTimeMs?: number;
+  readonly clusterId?: string;
 }
 
 /** Packs endpoints into an EndpointGroup's arrays. Endpoints without an address are left out. */
@@ -67,6 +68,7 @@ export function packEndpointGroup(meta: GroupMeta, endpoints: readonly EndpointI
     hostnameText: hostnameText.join(''),
     hostnameAt,
     triggerTimeMs: meta.triggerTimeMs ?? 0,
+    ...(meta.clusterId === undefined ? {} : { clusterId: meta.clusterId }),
   };
 }
 
@@ -124,17 +126,27 @@ export function isPublished(service: ServiceInfo, group: EndpointGroup, i: numbe
 
 /**
  * The label of endpoint i under its Service: its hostname, or its first address with dashes
- * (`10-244-1-11`, `fd00--1`) as CoreDNS does: stable for the endpoint's life and resolvable.
+ * (`10-244-1-11`, `fd00--1`) as CoreDNS does: stable for the endpoint's life and resolvable. An
+ * imported endpoint's is followed by its cluster's id (`pg-0.cluster-a`, KEP-1645 §2.4).
  */
 export function endpointLabel(group: EndpointGroup, i: number): string {
-  return hostnameOf(group, i) ?? addressAt(group, group.starts[i] as number).replace(/[.:]/g, '-');
+  const own = hostnameOf(group, i) ?? addressAt(group, group.starts[i] as number).replace(/[.:]/g, '-');
+  return group.clusterId === undefined ? own : `${own}.${group.clusterId}`;
 }
 
 /** Whether endpoint i's label is `label`: a hostname is compared in place, with no string made. */
 export function hasLabel(group: EndpointGroup, i: number, label: string): boolean {
   const at = group.hostnameAt;
-  if (at && at[i] !== at[i + 1]) return spells(group.hostnameText, at[i] as number, at[i + 1] as number, label);
+  if (group.clusterId === undefined && at && at[i] !== at[i + 1])
+    return spells(group.hostnameText, at[i] as number, at[i + 1] as number, label);
   return endpointLabel(group, i) === label;
+}
+
+/** The name a PTR of endpoint i points under its Service: its hostname (and an import's cluster id), if it has one. */
+export function ptrLabelOf(group: EndpointGroup, i: number): string | undefined {
+  const hostname = hostnameOf(group, i);
+  if (hostname === undefined || group.clusterId === undefined) return hostname;
+  return `${hostname}.${group.clusterId}`;
 }
 
 /**

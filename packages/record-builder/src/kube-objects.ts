@@ -47,17 +47,65 @@ export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
   };
 }
 
+/**
+ * A ServiceImport (multicluster.x-k8s.io, KEP-1645) as a Service of the clusterset zone: a
+ * ClusterSetIP import answers its `ips` as a ClusterIP Service its cluster IPs, a Headless one its
+ * imported endpoints. The ports are the import's own (an SRV per named port).
+ */
+export function toServiceImportInfo(im: ServiceImportObject): ServiceInfo | undefined {
+  const namespace = im.metadata?.namespace;
+  const name = im.metadata?.name;
+  if (!namespace || !name) return undefined;
+  const spec = im.spec ?? {};
+  const headless = spec.type === 'Headless';
+  return {
+    namespace,
+    name,
+    kind: headless ? 'headless' : 'cluster-ip',
+    clusterIPs: headless ? [] : (spec.ips ?? []).map(normalizeIp).filter((ip): ip is string => ip !== undefined),
+    externalName: undefined,
+    ports: toPorts(spec.ports),
+    // The exporting clusters decide readiness: an imported endpoint is published when ready.
+    publishNotReady: false,
+    clusterset: true,
+  };
+}
+
+/** The fields of a ServiceImport DNS reads (sigs.k8s.io/mcs-api v1alpha1; not in client-node's models). */
+export interface ServiceImportObject {
+  metadata?: { namespace?: string; name?: string };
+  spec?: {
+    type?: string;
+    ips?: string[];
+    ports?: Array<{ name?: string; port?: number; protocol?: string }>;
+  };
+}
+
 const TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
+/** The labels an MCS controller puts on the EndpointSlices it imports (KEP-1645). */
+const IMPORTED_SERVICE = 'multicluster.kubernetes.io/service-name';
+const SOURCE_CLUSTER = 'multicluster.kubernetes.io/source-cluster';
 
 /**
  * One EndpointSlice as a group. `podNames` (a Corefile's `endpoint_pod_names`): an endpoint with
  * no hostname is named after the pod its targetRef names, when that is a DNS label (63 octets at
- * most), as CoreDNS names it.
+ * most), as CoreDNS names it. `multicluster`: a slice imported from a member cluster (labelled
+ * with the imported service and its source cluster) is a group of that ServiceImport; without it,
+ * or without a source cluster that is a DNS label, such a slice has nothing for DNS.
  */
-export function toEndpointGroup(slice: V1EndpointSlice, podNames = false): EndpointGroup | undefined {
+export function toEndpointGroup(
+  slice: V1EndpointSlice,
+  options: { podNames?: boolean; multicluster?: boolean } = {},
+): EndpointGroup | undefined {
   const namespace = slice.metadata?.namespace;
   const name = slice.metadata?.name;
-  const serviceName = slice.metadata?.labels?.['kubernetes.io/service-name'];
+  const labels = slice.metadata?.labels ?? {};
+  const own = labels['kubernetes.io/service-name'];
+  const imported = own ? undefined : labels[IMPORTED_SERVICE];
+  const clusterId = imported ? labels[SOURCE_CLUSTER]?.toLowerCase() : undefined;
+  if (imported && (!options.multicluster || !clusterId || !isDns1123Label(clusterId))) return undefined;
+  const serviceName = own ?? imported;
+  const podNames = options.podNames === true;
   if (!namespace || !name || !serviceName) return undefined;
   // FQDN slices name hosts, not addresses: DNS has nothing to publish from them.
   if (slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6') return undefined;
@@ -69,6 +117,7 @@ export function toEndpointGroup(slice: V1EndpointSlice, podNames = false): Endpo
       serviceName,
       ports: toPorts(slice.ports),
       triggerTimeMs: trigger ? Date.parse(String(trigger)) || 0 : 0,
+      ...(clusterId ? { clusterId } : {}),
     },
     (slice.endpoints ?? []).map((e) => ({
       addresses: (e.addresses ?? []).map(normalizeIp).filter((ip): ip is string => ip !== undefined),

@@ -199,4 +199,39 @@ describe('NOTIFY sender', () => {
     expect(notifier.unacknowledged()).toBe(1);
     notifier.stop();
   });
+
+  it('a zone the target refuses is not retried nor sent at each change, only offered again at the heartbeat', async () => {
+    vi.useFakeTimers();
+    const sent: string[] = [];
+    const [cluster, clusterset] = [toFqdn('cluster.local'), toFqdn('clusterset.local')];
+    let serial = 1;
+    const notifier = createNotifier({
+      targets: [target],
+      zones: [cluster, clusterset],
+      serial: () => serial,
+      send: async (_t, query) => {
+        const zone = decodeMessage(query).questions[0]?.name ?? '';
+        sent.push(zone);
+        if (zone !== clusterset) return ack(query);
+        const refused = ack(query);
+        refused.writeUInt16BE(refused.readUInt16BE(2) | 5, 2);
+        return refused;
+      },
+      log: createSilentLogger(),
+      retryBaseMs: 100,
+      heartbeatMs: 30_000,
+    });
+    notifier.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    // Once each: the refusal is not retried, and counts as nothing left to acknowledge.
+    expect(sent.sort()).toEqual([cluster, clusterset]);
+    expect(notifier.unacknowledged()).toBe(0);
+    serial++;
+    notifier.changed(Date.now(), [cluster, clusterset]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent.slice(2)).toEqual([cluster]);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(sent.filter((z) => z === clusterset)).toHaveLength(2);
+    notifier.stop();
+  });
 });

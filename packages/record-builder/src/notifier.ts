@@ -61,7 +61,17 @@ interface Peer {
   spacing: NodeJS.Timeout | undefined;
   /** Removed by setTargets: an answer still in flight sends nothing more. */
   gone: boolean;
+  /**
+   * The target answered REFUSED or NOTAUTH: it is not a secondary of this zone (a node cache whose
+   * Corefile routes clusterset.local elsewhere). Offered again only at the heartbeat.
+   */
+  declined: boolean;
 }
+
+/** A NOTIFY answered with REFUSED or NOTAUTH (RFC 1996 §4.7: not a secondary of the zone). */
+class DeclinedError extends Error {}
+const REFUSED = 5;
+const NOTAUTH = 9;
 
 /**
  * DNS NOTIFY (RFC 1996) to each forwarder given with --notify, per zone: sent when the zones
@@ -87,6 +97,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
     retry: undefined,
     spacing: undefined,
     gone: false,
+    declined: false,
   });
   for (const target of options.targets) for (const zone of options.zones) peers.push(peerOf(target, zone));
   /** The serial at each zone's last change; a peer acknowledged at or after it is up to date. */
@@ -121,9 +132,13 @@ export function createNotifier(options: NotifierOptions): Notifier {
     options
       .send(peer.target, buildNotify(randomQueryId(), peer.zone))
       .then((reply) => {
-        if (!isNotifyAck(reply))
-          throw new Error(`NOTIFY for ${peer.zone} answered with rcode ${reply.readUInt16BE(2) & 15}`);
+        if (!isNotifyAck(reply)) {
+          const rcode = reply.readUInt16BE(2) & 15;
+          const message = `NOTIFY for ${peer.zone} answered with rcode ${rcode}`;
+          throw rcode === REFUSED || rcode === NOTAUTH ? new DeclinedError(message) : new Error(message);
+        }
         peer.failures = 0;
+        peer.declined = false;
         peer.ackedSerial = serial;
         // The receiver has what was changed before this NOTIFY left: the oldest such change timed.
         const covered = peer.changes.filter((t) => t <= sentAt);
@@ -133,6 +148,17 @@ export function createNotifier(options: NotifierOptions): Notifier {
       .catch((error: unknown) => {
         peer.failures++;
         options.hooks?.onFailed?.(peer.target, peer.zone);
+        if (error instanceof DeclinedError) {
+          // Retrying would be refused again: the heartbeat offers it again, in case that changes.
+          if (!peer.declined)
+            options.log.warn('NOTIFY refused: the target does not take this zone from us', {
+              target: `${peer.target.host}:${peer.target.port}`,
+              zone: peer.zone,
+              err: error,
+            });
+          peer.declined = true;
+          return;
+        }
         const delay = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(peer.failures - 1, 16));
         if (peer.failures === 1 || peer.failures % 10 === 0)
           options.log.warn('NOTIFY not answered; retrying', {
@@ -149,7 +175,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
       .finally(() => {
         peer.inFlight = false;
         // Changed while this one was out: the receiver must come back for the rest.
-        if (!stopped && !peer.gone && !peer.retry && !upToDate(peer)) send(peer);
+        if (!stopped && !peer.gone && !peer.retry && !peer.declined && !upToDate(peer)) send(peer);
       });
   };
 
@@ -158,7 +184,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
       const serial = options.serial();
       for (const zone of zones ?? options.zones) zoneSerial.set(zone, serial);
       for (const peer of peers) {
-        if (zones && !zones.includes(peer.zone)) continue;
+        if ((zones && !zones.includes(peer.zone)) || peer.declined) continue;
         const last = peer.changes.at(-1);
         if ((last === undefined || last < peer.lastSentMs) && peer.changes.length < 64) peer.changes.push(atMs);
         // Even while waiting out a retry: a receiver that was not up yet (the Pod's containers
@@ -185,7 +211,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
         clearTimeout(peer.spacing);
       }
     },
-    unacknowledged: () => peers.filter((p) => !upToDate(p)).length,
+    unacknowledged: () => peers.filter((p) => !p.declined && !upToDate(p)).length,
     setTargets(targets) {
       const key = (t: DnsServer) => `${t.host}#${t.port}`;
       const wanted = new Set(targets.map(key));

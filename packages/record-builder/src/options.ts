@@ -10,7 +10,7 @@ import {
   tcpBackpressureFlags,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
-import { type Fqdn, isDns1123Label, toFqdn } from '@cluster-dns/wire';
+import { type Fqdn, isDns1123Label, isInZone, toFqdn } from '@cluster-dns/wire';
 import type { CorefileRecordBuilder } from './corefile-options.js';
 import type { PodsMode } from './pod-records.js';
 
@@ -80,6 +80,10 @@ export const recordBuilderFlags = {
       if (list.length === 0 || !list.every(isDns1123Label)) throw new FlagError(name, raw, 'namespace names');
       return list;
     },
+  ),
+  'multicluster-zone': flag.string(
+    'serve this clusterset zone (clusterset.local) from ServiceImports and their imported EndpointSlices, as KEP-1645 and CoreDNS’s kubernetes multicluster do; needs the multicluster.x-k8s.io CRDs; empty = off',
+    '',
   ),
   'ignore-empty-service': flag.bool(
     'a ClusterIP Service with no ready endpoint is NXDOMAIN, not its cluster IP (CoreDNS’s kubernetes ignore empty_service)',
@@ -220,6 +224,8 @@ export interface RecordBuilderOptions {
   readonly ignoreEmptyService: boolean;
   /** `endpoint_pod_names`: an endpoint without a hostname is named after its pod. */
   readonly endpointPodNames: boolean;
+  /** --multicluster-zone (`multicluster`): the clusterset zone of ServiceImports, or undefined. */
+  readonly multiclusterZone: Fqdn | undefined;
 }
 
 /** Normalises and validates parsed flags into the frozen options object. */
@@ -228,6 +234,18 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
   if (zone === '.' || !zone.slice(0, -1).split('.').every(isDns1123Label)) {
     throw new FlagError('--domain', values.domain, 'DNS-1123 labels separated by dots, such as cluster.local');
   }
+  const multiclusterZone = values['multicluster-zone'] ? toFqdn(values['multicluster-zone']) : undefined;
+  if (multiclusterZone && (multiclusterZone === '.' || !multiclusterZone.slice(0, -1).split('.').every(isDns1123Label)))
+    throw new FlagError(
+      '--multicluster-zone',
+      values['multicluster-zone'],
+      'DNS-1123 labels separated by dots, such as clusterset.local',
+    );
+  if (
+    multiclusterZone &&
+    (multiclusterZone === zone || isInZone(multiclusterZone, zone) || isInZone(zone, multiclusterZone))
+  )
+    throw new FlagError('--multicluster-zone', values['multicluster-zone'], `a zone apart from --domain ${zone}`);
   const [namespace = '', name = ''] = values['dns-service'].split('/');
   return Object.freeze({
     zone,
@@ -270,6 +288,7 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     namespaces: values.namespaces.length ? Object.freeze(values.namespaces.flat()) : undefined,
     ignoreEmptyService: values['ignore-empty-service'],
     endpointPodNames: values['endpoint-pod-names'],
+    multiclusterZone,
   });
 }
 
@@ -291,6 +310,7 @@ export function withCorefile(options: RecordBuilderOptions, corefile: CorefileRe
     namespaces: corefile.namespaces ?? options.namespaces,
     ignoreEmptyService: corefile.ignoreEmptyService || options.ignoreEmptyService,
     endpointPodNames: corefile.endpointPodNames || options.endpointPodNames,
+    multiclusterZone: corefile.clustersetZone ?? options.multiclusterZone,
   });
 }
 

@@ -16,7 +16,7 @@ import { createNotifier, type Notifier } from './notifier.js';
 import type { RecordBuilderOptions } from './options.js';
 import { createResponder } from './responder.js';
 import { type ResourceName, watchedResources } from './watched-resources.js';
-import type { ZoneRequest } from './zone-stage.js';
+import { servedZones, type ZoneRequest } from './zone-stage.js';
 
 export interface RecordBuilderDeps {
   log: Logger;
@@ -69,10 +69,12 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     markReady = resolve;
   });
 
+  const clustersetZone = options.multiclusterZone ? { clustersetZone: options.multiclusterZone } : {};
   const state = new ClusterState({
     zone: options.zone,
     reverseZones: options.reverseZones,
     ttlSeconds: options.ttlSeconds,
+    ...clustersetZone,
   });
   // IXFR answers from the journal; it costs nothing until someone transfers (references only).
   if (
@@ -84,6 +86,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     state.keepJournal(options.ixfrJournalMib << 20);
   const view: ZoneView = {
     zone: options.zone,
+    ...clustersetZone,
     reverseZones: options.reverseZones,
     ttlSeconds: options.ttlSeconds,
     pods: options.pods,
@@ -142,6 +145,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     if (zones & ZONE_BIT.cluster) changed.push(options.zone);
     if (zones & ZONE_BIT.inAddr && inAddr) changed.push(inAddr);
     if (zones & ZONE_BIT.ip6 && ip6) changed.push(ip6);
+    if (zones & ZONE_BIT.clusterset && options.multiclusterZone) changed.push(options.multiclusterZone);
     notifier?.changed(at, changed);
     nodeCacheNotifier?.changed(at, changed);
   });
@@ -153,7 +157,8 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     observe: (outcome) => {
       // The zone stage noted the zone: kube-dns's split of its metrics, without a second lookup.
       const zone = (outcome.request as ZoneRequest | undefined)?.zone;
-      metrics.observeQuery(outcome, zone === undefined || zone === view.zone ? 'auth' : 'reverse');
+      const reverse = zone !== undefined && view.reverseZones.includes(zone);
+      metrics.observeQuery(outcome, reverse ? 'reverse' : 'auth');
     },
   });
 
@@ -170,6 +175,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       maxBatch: MAX_BATCH,
       logLevel: log.level === 'debug' ? 'debug' : 'info',
       ...(options.endpointPodNames ? { endpointPodNames: true } : {}),
+      ...(options.multiclusterZone ? { multicluster: true } : {}),
       ...(discovery ? { nodeCaches: { namespace: discovery.namespace, labelSelector: discovery.labelSelector } } : {}),
     },
     ...(shard ? { nodeCaches: shard } : {}),
@@ -360,7 +366,7 @@ function createRecordBuilderNotifier(
     nodeCaches ? 'node-caches' : t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
   return createNotifier({
     targets,
-    zones: [options.zone, ...options.reverseZones],
+    zones: servedZones({ ...options, clustersetZone: options.multiclusterZone }),
     serial: () => state.serial,
     send: (target, message) => exchangeRaw(target, message, { timeoutMs: NOTIFY_TIMEOUT_MS }),
     log,

@@ -57,7 +57,7 @@ export function createResponder(options: ResponderOptions): Responder {
     if (hit) return hit;
     const parts = buildAnswer(view, zone, q.key, q.qtype);
     const template = encodeTemplate(q, parts);
-    cache.set(q, template, parts.owners, parts.stable, zone === view.zone ? 'auth' : 'reverse');
+    cache.set(q, template, parts.owners, parts.stable, view.reverseZones.includes(zone) ? 'reverse' : 'auth');
     return template;
   };
   const answer = (request: ZoneRequest): Reply =>

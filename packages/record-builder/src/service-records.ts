@@ -10,8 +10,8 @@ import {
   hasAddress,
   hasHostname,
   hasLabel,
-  hostnameOf,
   isPublished,
+  ptrLabelOf,
 } from './endpoint-group.js';
 
 /** Every record one Service contributes to the zone, by owner name. */
@@ -20,6 +20,8 @@ export type RecordSet = Map<Fqdn, Rr[]>;
 export interface RecordContext {
   /** The cluster zone, canonical: `cluster.local.`. */
   readonly zone: Fqdn;
+  /** The clusterset zone (`clusterset.local.`, KEP-1645), where ServiceImports have their names; unset, none. */
+  readonly clustersetZone?: Fqdn;
   readonly ttlSeconds: number;
   /** A Corefile's `namespaces`: only these namespaces' Services are answered; unset, all. */
   readonly exposedNamespaces?: ReadonlySet<string>;
@@ -46,8 +48,9 @@ export function isAnswered(service: ServiceInfo, groups: Iterable<EndpointGroup>
 /** kube-dns's SRV priority; weights share 100 among the records of one RRset. */
 export const SRV_PRIORITY = 10;
 
-export const baseNameOf = (service: ServiceInfo, zone: Fqdn) =>
-  toFqdn(`${service.name}.${service.namespace}.svc.${zone}`);
+/** `<svc>.<ns>.svc.<zone>`: in the cluster zone, or for a ServiceImport in the clusterset zone. */
+export const baseNameOf = (service: ServiceInfo, ctx: RecordContext) =>
+  toFqdn(`${service.name}.${service.namespace}.svc.${service.clusterset ? ctx.clustersetZone : ctx.zone}`);
 const portOwner = (p: ServicePort, base: Fqdn) => toFqdn(`_${p.name}._${p.protocol}.${base}`);
 
 function addressRr(name: Fqdn, ip: string, ttl: number): Rr {
@@ -134,7 +137,7 @@ export function baseRecords(
   ctx: RecordContext,
   addressesOnly = false,
 ): Rr[] {
-  const base = baseNameOf(service, ctx.zone);
+  const base = baseNameOf(service, ctx);
   const out = new RecordList();
   const ttl = ctx.ttlSeconds;
   if (service.kind === 'external-name') {
@@ -167,7 +170,7 @@ export function hostRecords(
   ctx: RecordContext,
 ): Rr[] | undefined {
   if (service.kind !== 'headless') return undefined;
-  const host = toFqdn(`${label}.${baseNameOf(service, ctx.zone)}`);
+  const host = toFqdn(`${label}.${baseNameOf(service, ctx)}`);
   const out = new RecordList();
   const push = (ip: string) => out.push(addressRr(host, ip, ctx.ttlSeconds));
   forEachPublished(service, groups, (group, i) => {
@@ -184,7 +187,7 @@ export function hostRecordsByLabel(
 ): ReadonlyMap<string, RecordList> {
   const lists = new Map<string, RecordList>();
   if (service.kind !== 'headless') return lists;
-  const base = baseNameOf(service, ctx.zone);
+  const base = baseNameOf(service, ctx);
   forEachPublished(service, groups, (group, i) => {
     const label = endpointLabel(group, i);
     let list = lists.get(label);
@@ -209,7 +212,7 @@ export function portRecords(
   protocol: string,
   ctx: RecordContext,
 ): Rr[] | undefined {
-  const base = baseNameOf(service, ctx.zone);
+  const base = baseNameOf(service, ctx);
   const owner = toFqdn(`_${portName}._${protocol}.${base}`);
   const out = new RecordList();
   const matches = (p: ServicePort) => p.name !== '' && p.name === portName && p.protocol === protocol;
@@ -274,12 +277,12 @@ export function ptrTargets(
   ip: string,
   ctx: RecordContext,
 ): Fqdn[] {
-  const base = baseNameOf(service, ctx.zone);
+  const base = baseNameOf(service, ctx);
   if (service.kind === 'cluster-ip') return service.clusterIPs.includes(ip) ? [base] : [];
   if (service.kind !== 'headless') return [];
   const out = new Set<Fqdn>();
   forEachPublished(service, groups, (group, i) => {
-    const hostname = hasAddress(group, i, ip) ? hostnameOf(group, i) : undefined;
+    const hostname = hasAddress(group, i, ip) ? ptrLabelOf(group, i) : undefined;
     if (hostname) out.add(toFqdn(`${hostname}.${base}`));
   });
   return [...out];
@@ -311,7 +314,7 @@ export function buildServiceRecords(
   const put = (name: Fqdn, rrs: Rr[] | undefined) => {
     if (rrs?.length) set.set(name, rrs);
   };
-  const base = baseNameOf(service, ctx.zone);
+  const base = baseNameOf(service, ctx);
   put(base, baseRecords(service, groups, ctx));
   if (service.kind === 'external-name') return set;
   const portKeys = new Map<string, ServicePort>();
@@ -343,7 +346,7 @@ export function buildServiceRecords(
         }
         srvs.push(srv(owner, p.port, host, ctx.ttlSeconds));
       }
-      const hostname = hostnameOf(group, i);
+      const hostname = ptrLabelOf(group, i);
       if (hostname) {
         const target = toFqdn(`${hostname}.${base}`);
         for (const ip of addresses) {

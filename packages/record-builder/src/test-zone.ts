@@ -28,19 +28,23 @@ export function createTestZone(
     /** A Corefile's kubernetes options: `namespaces`, `ignore empty_service`. */
     exposedNamespaces?: string[];
     ignoreEmptyService?: boolean;
+    /** `--multicluster-zone`: the clusterset zone of ServiceImports. */
+    clustersetZone?: string;
   } = {},
 ) {
   let ready = options.ready ?? true;
   let responder: Responder | undefined;
   const zone = toFqdn('cluster.local');
+  const clusterset = options.clustersetZone ? { clustersetZone: toFqdn(options.clustersetZone) } : {};
   const state = new ClusterState(
-    { zone, reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')], ttlSeconds: options.ttl ?? 30 },
+    { zone, ...clusterset, reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')], ttlSeconds: options.ttl ?? 30 },
     (owners) => responder?.invalidate(owners),
     () => 1_700_000_000_000,
   );
   if (options.journalBytes) state.keepJournal(options.journalBytes);
   const view: ZoneView = {
     zone,
+    ...clusterset,
     reverseZones: [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')],
     ttlSeconds: options.ttl ?? 30,
     pods: options.pods ?? 'insecure',
@@ -84,6 +88,7 @@ export function createTestZone(
   };
   return {
     state,
+    view,
     responder,
     handle,
     ask,
@@ -111,9 +116,10 @@ export const group = (
   endpoints: Array<{ ip: string; ready?: boolean; hostname?: string; terminating?: boolean }>,
   ports: EndpointGroup['ports'] = [],
   name = `${serviceName}-abc`,
+  clusterId?: string,
 ): EndpointGroup =>
   packEndpointGroup(
-    { namespace, name, serviceName, ports },
+    { namespace, name, serviceName, ports, ...(clusterId ? { clusterId } : {}) },
     endpoints.map((e) => ({
       addresses: [e.ip],
       ready: e.ready ?? true,

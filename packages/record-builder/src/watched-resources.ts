@@ -7,9 +7,12 @@ export function watchedResources(options: {
   endpointsApi: 'endpointslices' | 'endpoints';
   pods: string;
   nodeCacheDiscovery?: unknown;
+  multiclusterZone?: unknown;
 }): ResourceName[] {
   const resources: ResourceName[] = ['services', options.endpointsApi === 'endpoints' ? 'endpoints' : 'endpointslices'];
   if (options.pods === 'verified') resources.push('pods');
+  // The clusterset zone's Services (KEP-1645); their imported slices come with the EndpointSlices.
+  if (options.multiclusterZone) resources.push('serviceimports');
   // The node-local DaemonSet's pods, by label in one namespace (--node-cache-selector).
   if (options.nodeCacheDiscovery) resources.push('node-caches');
   return resources;

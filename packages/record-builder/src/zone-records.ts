@@ -1,6 +1,7 @@
 import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
-import { serviceKey } from './cluster-model.js';
+import { importKey, serviceKey } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
+import { isPublished } from './endpoint-group.js';
 import { parsePodName } from './pod-records.js';
 import {
   baseRecords,
@@ -31,11 +32,73 @@ export interface NameRecords {
 const none = (exists: boolean, stable = false): NameRecords => ({ rrs: undefined, exists, owners: [], stable });
 
 /**
- * What is at `name`, in the cluster zone or a reverse zone. Given the question's type, records no
- * answer of that type reads may be left out (never whether the name exists).
+ * What is at `name`, in the cluster zone, the clusterset zone or a reverse zone. Given the
+ * question's type, records no answer of that type reads may be left out (never whether the name
+ * exists).
  */
 export function recordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: number): NameRecords {
-  return zone === view.zone ? clusterRecordsAt(view, name, qtype) : reverseRecordsAt(view, zone, name);
+  if (zone === view.zone) return clusterRecordsAt(view, name, qtype);
+  if (zone === view.clustersetZone) return clustersetRecordsAt(view, zone, name, qtype);
+  return reverseRecordsAt(view, zone, name);
+}
+
+/** The multicluster DNS schema version (KEP-1645's DNS specification, §1). */
+export const CLUSTERSET_SCHEMA_VERSION = '1.0.0';
+
+/**
+ * The clusterset zone (KEP-1645's DNS specification): each ServiceImport as a Service of this
+ * zone. A ClusterSetIP import has its base name and SRV records, and nothing that names one
+ * cluster (§2.3.4); a Headless import has its endpoints' addresses at its base name and each at
+ * `<hostname>.<clusterid>.<svc>`, with `<clusterid>.<svc>` an empty non-terminal above them.
+ */
+function clustersetRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: number): NameRecords {
+  const { state } = view;
+  const ttl = view.ttlSeconds;
+  const labels = labelsOf(name);
+  const below = labels.slice(0, labels.length - labelsOf(zone).length);
+  const n = below.length;
+  if (n === 0) return { rrs: [soaRecord(view, zone), nsRecord(view, zone)], exists: true, owners: [], stable: false };
+  const top = below[n - 1] as string;
+  if (n === 1 && top === 'dns-version') {
+    const txt: Rr = { name, type: QTYPE.TXT, class: QCLASS.IN, ttl, text: [CLUSTERSET_SCHEMA_VERSION] };
+    return { rrs: [txt], exists: true, owners: [], stable: true };
+  }
+  if (top !== 'svc') return none(false);
+  if (n === 1) return none(state.hasImports());
+  const namespace = below[n - 2] as string;
+  if (!isNamespaceExposed(namespace, view)) return none(false, true);
+  if (n === 2) return none(state.namespaceHasImports(namespace));
+  const key = importKey(namespace, below[n - 3] as string);
+  const service = state.serviceByKey(key);
+  if (!service || n > 5) return none(false);
+  const groups = state.groupsOf(key);
+  const owned = (rrs: Rr[] | undefined, exists = rrs !== undefined && rrs.length > 0): NameRecords => ({
+    rrs,
+    exists,
+    owners: [key],
+    stable: true,
+  });
+  if (!isAnswered(service, groups, view)) return owned(undefined, false);
+  if (n === 3) return owned(baseRecords(service, groups, view, qtype === QTYPE.A || qtype === QTYPE.AAAA));
+  const first = below[0] as string;
+  const second = below[1] as string;
+  if (first.startsWith('_')) {
+    if (n === 4) return owned(undefined, protocolHasPorts(service, groups, first.slice(1)));
+    if (n === 5 && second.startsWith('_'))
+      return owned(portRecords(service, groups, first.slice(1), second.slice(1), view));
+    return owned(undefined, false);
+  }
+  if (service.kind !== 'headless') return owned(undefined, false);
+  if (n === 4) {
+    // `<clusterid>.<svc>`: exists while a published endpoint comes from that cluster.
+    let exists = false;
+    for (const group of groups) {
+      if (group.clusterId !== first) continue;
+      for (let i = 0; i < group.count && !exists; i++) exists = isPublished(service, group, i);
+    }
+    return owned(undefined, exists);
+  }
+  return owned(hostRecords(service, groups, `${first}.${second}`, view));
 }
 
 function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecords {

@@ -33,7 +33,7 @@ export class ZoneStage implements Stage<ZoneRequest> {
     view: ZoneView,
     private readonly isReady: () => boolean,
   ) {
-    this.zones = [view.zone, ...view.reverseZones].map((zone) => [zone, writeName(zone)] as const);
+    this.zones = servedZones(view).map((zone) => [zone, writeName(zone)] as const);
   }
 
   /** The zone the question is in (answer-builder's zoneOf, on the octets: no name string made). */
@@ -52,6 +52,13 @@ export class ZoneStage implements Stage<ZoneRequest> {
     return next(request);
   }
 }
+
+/** Every zone answered: the cluster zone first, the clusterset zone when served, the reverse zones. */
+export const servedZones = (view: Pick<ZoneView, 'zone' | 'clustersetZone' | 'reverseZones'>): Fqdn[] => [
+  view.zone,
+  ...(view.clustersetZone ? [view.clustersetZone] : []),
+  ...view.reverseZones,
+];
 
 /** A reply with no records; a function, not a closure made per query as the stage once had. */
 function bare(request: ZoneRequest, rcode: number, authoritative = false): Reply {

@@ -15,11 +15,18 @@ import {
   type Rr,
   toFqdn,
 } from '@cluster-dns/wire';
-import { type EndpointGroup, type ServiceInfo, serviceKey } from './cluster-model.js';
+import { type EndpointGroup, ownerKeyOf, type ServiceInfo } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { buildServiceRecords, type RecordSet, withSrvWeights } from './service-records.js';
 import type { JournalEntry } from './zone-journal.js';
-import { nameServerName, nameServerRecords, nsRecord, recordsAt, soaRecord } from './zone-records.js';
+import {
+  CLUSTERSET_SCHEMA_VERSION,
+  nameServerName,
+  nameServerRecords,
+  nsRecord,
+  recordsAt,
+  soaRecord,
+} from './zone-records.js';
 import type { ZoneView } from './zone-view.js';
 
 /** Records per message: small enough that a message stays far below 64 KiB. */
@@ -37,7 +44,7 @@ export function ownerRecords(
   if (!service) return new Map();
   const set = buildServiceRecords(service, groups, view);
   const dns = view.dnsService;
-  if (dns && dns.namespace === service.namespace && dns.name === service.name) {
+  if (dns && !service.clusterset && dns.namespace === service.namespace && dns.name === service.name) {
     const rrs = nameServerRecords(view, service.clusterIPs);
     if (rrs.length) set.set(nameServerName(view), rrs);
   }
@@ -46,15 +53,16 @@ export function ownerRecords(
 
 /** Every Service's records (its names, and its PTRs), generated from the store, with its key. */
 export function* zoneContents(view: ZoneView): Generator<{ owner: string; records: RecordSet }> {
-  const version = toFqdn(`dns-version.${view.zone}`);
-  yield {
-    owner: '#schema',
-    records: new Map([
-      [version, [{ name: version, type: QTYPE.TXT, class: QCLASS.IN, ttl: view.ttlSeconds, text: [SCHEMA_VERSION] }]],
-    ]),
+  const versions: RecordSet = new Map();
+  const version = (zone: Fqdn, text: string) => {
+    const name = toFqdn(`dns-version.${zone}`);
+    versions.set(name, [{ name, type: QTYPE.TXT, class: QCLASS.IN, ttl: view.ttlSeconds, text: [text] }]);
   };
+  version(view.zone, SCHEMA_VERSION);
+  if (view.clustersetZone) version(view.clustersetZone, CLUSTERSET_SCHEMA_VERSION);
+  yield { owner: '#schema', records: versions };
   for (const service of view.state.allServices()) {
-    const owner = serviceKey(service.namespace, service.name);
+    const owner = ownerKeyOf(service);
     yield { owner, records: ownerRecords(view, service, [...view.state.groupsOf(owner)]) };
   }
 }

@@ -34,31 +34,26 @@ export function discoveryDocument(pathname: string): unknown {
         RESOURCE_KINDS.filter((k) => k.group === ''),
       );
     case '/apis':
-      return {
-        kind: 'APIGroupList',
-        apiVersion: 'v1',
-        groups: [
-          {
-            name: 'discovery.k8s.io',
-            versions: [{ groupVersion: 'discovery.k8s.io/v1', version: 'v1' }],
-            preferredVersion: { groupVersion: 'discovery.k8s.io/v1', version: 'v1' },
-          },
-        ],
-      };
-    case '/apis/discovery.k8s.io':
-      return {
-        kind: 'APIGroup',
-        apiVersion: 'v1',
-        name: 'discovery.k8s.io',
-        versions: [{ groupVersion: 'discovery.k8s.io/v1', version: 'v1' }],
-        preferredVersion: { groupVersion: 'discovery.k8s.io/v1', version: 'v1' },
-      };
-    case '/apis/discovery.k8s.io/v1':
-      return resourceList(
-        'discovery.k8s.io/v1',
-        RESOURCE_KINDS.filter((k) => apiVersionOf(k) === 'discovery.k8s.io/v1'),
-      );
-    default:
-      return undefined;
+      return { kind: 'APIGroupList', apiVersion: 'v1', groups: apiGroups().map(apiGroup) };
+    default: {
+      // `/apis/<group>` and `/apis/<group>/<version>`, for every group the server speaks.
+      const [, apis, group, version, ...rest] = path.split('/');
+      if (apis !== 'apis' || !group || rest.length || !apiGroups().includes(group)) return undefined;
+      if (version === undefined) return { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(group) };
+      const gv = `${group}/${version}`;
+      const kinds = RESOURCE_KINDS.filter((k) => apiVersionOf(k) === gv);
+      return kinds.length ? resourceList(gv, kinds) : undefined;
+    }
   }
+}
+
+/** The API groups other than the core one, in the order the server lists its kinds. */
+const apiGroups = () => [...new Set(RESOURCE_KINDS.filter((k) => k.group !== '').map((k) => k.group))];
+
+/** A group as discovery names it, with its one version preferred. */
+function apiGroup(name: string) {
+  const versions = [...new Set(RESOURCE_KINDS.filter((k) => k.group === name).map((k) => k.version))].map(
+    (version) => ({ groupVersion: `${name}/${version}`, version }),
+  );
+  return { name, versions, preferredVersion: versions[0] };
 }

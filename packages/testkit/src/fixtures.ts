@@ -68,6 +68,47 @@ export function endpointSlice(
   };
 }
 
+/**
+ * A ServiceImport (sigs.k8s.io/mcs-api v1alpha1) as an MCS controller writes it in an importing
+ * cluster: ClusterSetIP with its clusterset IPs, or Headless.
+ */
+export function serviceImport(
+  namespace: string,
+  name: string,
+  spec: { type?: 'ClusterSetIP' | 'Headless'; ips?: string[]; ports?: PortSpec[] } = {},
+): KubeObject {
+  return {
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ServiceImport',
+    metadata: { name, namespace },
+    spec: {
+      type: spec.type ?? 'ClusterSetIP',
+      ...(spec.ips ? { ips: spec.ips } : {}),
+      ports: (spec.ports ?? []).map((p) => ({ protocol: 'TCP', ...p })),
+    },
+  };
+}
+
+/**
+ * An EndpointSlice an MCS controller imports from a member cluster: labelled with the imported
+ * service's name and the cluster it comes from, not with kubernetes.io/service-name.
+ */
+export function importedEndpointSlice(
+  namespace: string,
+  serviceName: string,
+  sliceName: string,
+  clusterId: string,
+  endpoints: EndpointSpec[],
+  options: { addressType?: 'IPv4' | 'IPv6'; ports?: PortSpec[] } = {},
+): KubeObject {
+  const slice = endpointSlice(namespace, serviceName, sliceName, endpoints, options);
+  slice.metadata.labels = {
+    'multicluster.kubernetes.io/service-name': serviceName,
+    'multicluster.kubernetes.io/source-cluster': clusterId,
+  };
+  return slice;
+}
+
 /** Legacy v1 Endpoints of a Service, for --endpoints-api=endpoints. */
 export function endpoints(
   namespace: string,

@@ -122,6 +122,20 @@ const KIND_FIELDS: Record<string, Record<string, Schema>> = {
     ),
   },
   ConfigMap: { data: strMap, binaryData: strMap, immutable: bool },
+  // sigs.k8s.io/mcs-api v1alpha1: the fields DNS reads.
+  ServiceImport: {
+    spec: object(
+      {
+        type: str,
+        ips: arrayOf(str),
+        ports: arrayOf(object({ name: str, port: int, protocol: str, appProtocol: str }), {
+          'x-kubernetes-list-type': 'atomic',
+        }),
+      },
+      { 'x-kubernetes-preserve-unknown-fields': true },
+    ),
+    status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+  },
 };
 
 export const schemaName = (k: ResourceKind) =>

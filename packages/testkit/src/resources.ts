@@ -35,6 +35,15 @@ export const RESOURCE_KINDS: readonly ResourceKind[] = [
   { plural: 'pods', kind: 'Pod', group: '', version: 'v1', namespaced: true, shortNames: ['po'] },
   { plural: 'configmaps', kind: 'ConfigMap', group: '', version: 'v1', namespaced: true, shortNames: ['cm'] },
   { plural: 'endpointslices', kind: 'EndpointSlice', group: 'discovery.k8s.io', version: 'v1', namespaced: true },
+  // The Multi-Cluster Services API's import (sigs.k8s.io/mcs-api), a CRD in a real cluster.
+  {
+    plural: 'serviceimports',
+    kind: 'ServiceImport',
+    group: 'multicluster.x-k8s.io',
+    version: 'v1alpha1',
+    namespaced: true,
+    shortNames: ['svcim'],
+  },
 ];
 
 export function apiVersionOf(kind: ResourceKind): string {

@@ -55,6 +55,17 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
     expect([p.forwardMax, p.loopDetect, p.reloadMs, p.loadbalance]).toEqual([1000, true, 30_000, ['.']]);
   });
 
+  it('routes a multicluster zone to the record-builder with the cluster zone', () => {
+    const routes = routesOf(`.:53 {
+      kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {
+        multicluster clusterset.local
+      }
+      forward . 192.0.2.53
+    }`);
+    expect(routes.routeFor(toFqdn('pg.data.svc.clusterset.local')).servers).toEqual([RB]);
+    expect(routes.routeFor(toFqdn('web.shop.svc.cluster.local')).servers).toEqual([RB]);
+  });
+
   it('gives a stub domain block and a subzone with its cache disabled routes of their own', () => {
     const routes = routesOf(
       `.:53 {

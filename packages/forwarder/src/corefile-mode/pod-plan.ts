@@ -156,8 +156,8 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
       if (kubernetesSeen)
         fail(k, `kubernetes: one kubernetes plugin per Corefile (line ${kubernetesSeen.line} has one)`, source);
       kubernetesSeen = k;
-      if (k.multicluster.length) fail(k, 'kubernetes multicluster: clusterset.local is not served yet', source);
-      const kZones = [...(k.zones ?? zones), ...k.multicluster];
+      // The multicluster zones are the kubernetes plugin's too (CoreDNS asks they be among its zones).
+      const kZones = [...new Set([...(k.zones ?? zones), ...k.multicluster])];
       for (const zone of kZones) {
         const fallsThrough = k.fallthrough !== undefined && (k.fallthrough.length === 0 || under(zone, k.fallthrough));
         if (fallsThrough && !forwardFor(zone))
