@@ -28,13 +28,12 @@ function parseSyncInterval(raw: string, name: string): number {
  */
 export const nodeCacheFlags = {
   localip: flag.string(
-    'comma-separated IPs to listen on and put on the interface, one family (e.g. 169.254.20.10,10.96.0.10)',
+    'comma-separated IPs to listen on and put on the interface, IPv4, IPv6 or both (e.g. 169.254.20.10,10.96.0.10; a dual-stack node adds fd00::/8 ones), each family’s rules in its own iptables',
     '',
     {
       check: (raw) => {
         const ips = raw.split(',');
         if (ips.some((ip) => isIP(ip) === 0)) return 'comma-separated IP addresses';
-        if (new Set(ips.map((ip) => isIP(ip))).size > 1) return 'addresses of one family';
         return undefined;
       },
     },

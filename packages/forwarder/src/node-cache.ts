@@ -223,8 +223,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
   const workers = workersOf(values);
   const { plan, options, config } = await nodeCacheForwarder(values, { log, env: deps.env, writeRendered: true });
 
-  const firewall =
-    values.firewall === 'auto' ? await detectFirewall(deps.run, localIps[0]?.includes(':') ?? false) : values.firewall;
+  const firewall = values.firewall === 'auto' ? await detectFirewall(deps.run, localIps) : values.firewall;
   const plumbing = new NodePlumbing(
     {
       localIps,

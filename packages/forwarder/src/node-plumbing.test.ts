@@ -20,6 +20,8 @@ const log = createLogger({ component: 'test', level: 'error', write: () => undef
 class FakeNode {
   links = new Map<string, { up: boolean; addresses: string[] }>();
   tables: Record<'raw' | 'filter', string[]> = { raw: [], filter: [] };
+  /** ip6tables' own tables: a dual-stack node's IPv6 rules live apart from the IPv4 ones. */
+  tables6: Record<'raw' | 'filter', string[]> = { raw: [], filter: [] };
   nft: string | undefined;
   commands: string[] = [];
   lockBusy = false;
@@ -44,11 +46,15 @@ class FakeNode {
       if (a.startsWith('-o addr show dev'))
         return ok(
           (this.links.get(name)?.addresses ?? [])
-            .map((ip) => `5: ${name}    inet ${ip}/32 scope global ${name}\n`)
+            .map((ip) => {
+              const [address, plen = ip.includes(':') ? '128' : '32'] = ip.split('/');
+              return `5: ${name}    ${ip.includes(':') ? 'inet6' : 'inet'} ${address}/${plen} scope global ${name}\n`;
+            })
             .join(''),
         );
       if (a.startsWith('addr add')) {
-        this.links.get(name)?.addresses.push((args[2] as string).replace(/\/\d+$/, ''));
+        const dev = args[args.indexOf('dev') + 1] as string;
+        this.links.get(dev)?.addresses.push(args[2] as string);
         return ok();
       }
       if (a.startsWith('link set')) {
@@ -58,11 +64,12 @@ class FakeNode {
       }
       if (a.startsWith('link del')) return this.links.delete(args[2] as string) ? ok() : fail('no such device');
     }
-    if (command === 'iptables-save' || command === 'iptables-legacy-save') {
+    const tables = command.startsWith('ip6') ? this.tables6 : this.tables;
+    if (/^ip6?tables(-legacy)?-save$/.test(command)) {
       const table = args[1] as 'raw' | 'filter';
-      return ok(`*${table}\n${this.tables[table].join('\n')}\nCOMMIT\n`);
+      return ok(`*${table}\n${tables[table].join('\n')}\nCOMMIT\n`);
     }
-    if (command === 'iptables' || command === 'iptables-legacy') {
+    if (/^ip6?tables(-legacy)?$/.test(command)) {
       if (this.lockBusy) return fail('Another app is currently holding the xtables lock. Stopped waiting after 5s.', 4);
       const table = args[3] as 'raw' | 'filter';
       const op = args[4];
@@ -70,12 +77,12 @@ class FakeNode {
       const rest = (op === '-I' ? args.slice(7) : args.slice(6)).map((w) => (w === RULE_COMMENT ? `"${w}"` : w));
       const line = `-A ${chain} ${rest.join(' ')}`;
       if (op === '-I') {
-        this.tables[table].unshift(line);
+        tables[table].unshift(line);
         return ok();
       }
-      const at = this.tables[table].indexOf(line);
+      const at = tables[table].indexOf(line);
       if (at === -1) return fail('iptables: Bad rule (does a matching rule exist in that chain?).');
-      this.tables[table].splice(at, 1);
+      tables[table].splice(at, 1);
       return ok();
     }
     if (command === 'nft') {
@@ -92,8 +99,9 @@ class FakeNode {
     return fail(`unexpected command ${command} ${args.join(' ')}`, 127);
   };
 
-  ours(): string[] {
-    return [...this.tables.raw, ...this.tables.filter].filter((l) => l.includes(RULE_COMMENT));
+  ours(family: 4 | 6 = 4): string[] {
+    const t = family === 6 ? this.tables6 : this.tables;
+    return [...t.raw, ...t.filter].filter((l) => l.includes(RULE_COMMENT));
   }
 }
 
@@ -120,7 +128,7 @@ describe('NodePlumbing', () => {
       rulesAdded: 24,
     });
     expect(node.commands).toContain('ip link add nodelocaldns type dummy');
-    expect(node.links.get('nodelocaldns')).toEqual({ up: true, addresses: ['169.254.20.10', '10.96.0.10'] });
+    expect(node.links.get('nodelocaldns')).toEqual({ up: true, addresses: ['169.254.20.10/32', '10.96.0.10/32'] });
     expect(node.ours()).toHaveLength(24);
     expect(node.tables.raw).toContain(
       `-A PREROUTING -d 169.254.20.10/32 -p udp -m udp --dport 53 -m comment --comment "${RULE_COMMENT}" -j NOTRACK`,
@@ -139,6 +147,44 @@ describe('NodePlumbing', () => {
       expect(node.commands.filter((c) => / -[IDA] /.test(c) || c.includes(' add '))).toEqual([]);
     }
     expect(node.ours()).toHaveLength(24);
+  });
+
+  it('dual-stack: IPv6 addresses with /128 beside the IPv4 ones, each family’s rules in its own iptables, and both torn down', async () => {
+    const node = new FakeNode();
+    const dual = config({ localIps: ['169.254.20.10', 'fd00:169:254:20::10', '10.96.0.10', 'fd01::a'] });
+    const plumbing = new NodePlumbing(dual, node.run, log);
+    const report = await plumbing.sync();
+    expect(report.errors).toEqual([]);
+    expect(node.links.get('nodelocaldns')?.addresses).toEqual([
+      '169.254.20.10/32',
+      'fd00:169:254:20::10/128',
+      '10.96.0.10/32',
+      'fd01::a/128',
+    ]);
+    expect(node.commands).toContain('ip addr add fd01::a/128 dev nodelocaldns nodad');
+    expect(node.ours(4)).toHaveLength(24);
+    expect(node.ours(6)).toHaveLength(24);
+    expect(node.ours(4).every((l) => !l.includes(':'))).toBe(true);
+    expect(node.ours(6).every((l) => /-[ds] (fd00:169:254:20::10|fd01::a)\/128 /.test(l))).toBe(true);
+    expect((await plumbing.sync()).rulesAdded).toBe(0);
+    // A config back to IPv4 alone takes its IPv6 rules away.
+    await new NodePlumbing(config(), node.run, log).sync();
+    expect([node.ours(4).length, node.ours(6).length]).toEqual([24, 0]);
+    await new NodePlumbing(dual, node.run, log).sync();
+    await plumbing.teardown();
+    expect([node.ours(4), node.ours(6)]).toEqual([[], []]);
+  });
+
+  it('an IPv4 node without ip6tables is no error', async () => {
+    const node = new FakeNode();
+    const run: CommandRunner = (command, args, input) =>
+      command.startsWith('ip6tables')
+        ? Promise.resolve({ code: 127, stdout: '', stderr: 'not found' })
+        : node.run(command, args, input);
+    const plumbing = new NodePlumbing(config(), run, log);
+    expect((await plumbing.sync()).errors).toEqual([]);
+    await plumbing.teardown();
+    expect(node.ours()).toEqual([]);
   });
 
   it('repairs what a killed instance left: doubled rules, a rule of an old IP, a missing address', async () => {
@@ -212,6 +258,10 @@ describe('NodePlumbing', () => {
     expect(script.match(/ accept$/gm)).toHaveLength(8);
     expect(script).toContain('type filter hook prerouting priority raw; policy accept;');
     expect(nftScript(config({ localIps: ['fd00::a'] }))).toContain('ip6 daddr fd00::a tcp dport 53 notrack');
+    // Dual-stack: one inet table holds both families' rules.
+    const dual = nftScript(config({ localIps: ['169.254.20.10', 'fd00::a'] }));
+    expect(dual).toContain('ip daddr 169.254.20.10 udp dport 53 notrack');
+    expect(dual).toContain('ip6 saddr fd00::a udp sport 53 accept');
   });
 
   it('reads iptables-save lines, quotes and all', () => {

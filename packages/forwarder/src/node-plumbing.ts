@@ -27,7 +27,7 @@ export type SetupErrorType = 'interface_add' | 'interface_check' | 'iptables' | 
 export type Firewall = 'nft' | 'iptables' | 'iptables-legacy';
 
 export interface PlumbingConfig {
-  /** `-localip`: one family. */
+  /** `-localip`: IPv4, IPv6, or both (a dual-stack node). */
   readonly localIps: readonly string[];
   readonly port: number;
   readonly healthPort: number;
@@ -82,12 +82,16 @@ export function desiredRules(config: Pick<PlumbingConfig, 'localIps' | 'port' | 
 
 const ruleKey = (r: Omit<IptablesRule, 'table'>) => `${r.chain} ${r.proto} ${r.dir} ${r.ip} ${r.port} ${r.target}`;
 
+/** An address family, as iptables (iptables or ip6tables) and the link's prefix lengths split them. */
+type Family = 4 | 6;
+const familyOf = (ip: string): Family => (isIP(ip) === 6 ? 6 : 4);
+const hostPrefix = (ip: string) => (familyOf(ip) === 6 ? 128 : 32);
+
 /** The arguments after `-t table -I/-D chain`. */
-function ruleArgs(r: IptablesRule, v6: boolean): string[] {
-  const plen = v6 ? 128 : 32;
+function ruleArgs(r: IptablesRule): string[] {
   return [
     r.dir === 'd' ? '-d' : '-s',
-    `${r.ip}/${plen}`,
+    `${r.ip}/${hostPrefix(r.ip)}`,
     '-p',
     r.proto,
     '-m',
@@ -199,14 +203,15 @@ export interface SyncReport {
  */
 export class NodePlumbing {
   private nftApplied: string | undefined;
-  private readonly v6: boolean;
+  /** The families of -localip: each has its own iptables (iptables, ip6tables). */
+  private readonly families: readonly Family[];
 
   constructor(
     private readonly config: PlumbingConfig,
     private readonly run: CommandRunner,
     private readonly log: Logger,
   ) {
-    this.v6 = isIP(config.localIps[0] ?? '') === 6;
+    this.families = localFamilies(config.localIps);
   }
 
   private async must(errortype: SetupErrorType, command: string, args: readonly string[], input?: string) {
@@ -233,10 +238,11 @@ export class NodePlumbing {
         this.log.info('added interface', { interface: name, type: this.config.interfaceType });
       }
       const addresses = await this.must('interface_check', 'ip', ['-o', 'addr', 'show', 'dev', name]);
-      const plen = this.v6 ? 128 : 32;
       for (const ip of this.config.localIps) {
         if (new RegExp(`\\sinet6? ${ip.replaceAll('.', '\\.')}/`).test(addresses)) continue;
-        await this.must('interface_add', 'ip', ['addr', 'add', `${ip}/${plen}`, 'dev', name]);
+        // nodad: an IPv6 address is usable at once, not after duplicate detection (it is the node's own).
+        const dad = familyOf(ip) === 6 ? ['nodad'] : [];
+        await this.must('interface_add', 'ip', ['addr', 'add', `${ip}/${hostPrefix(ip)}`, 'dev', name, ...dad]);
         report.addressesAdded.push(ip);
       }
       if (!/[<,]UP[,>]/.test(shown.code === 0 ? shown.stdout : '') || report.interfaceAdded)
@@ -283,9 +289,20 @@ export class NodePlumbing {
           if (listed.code === 0) await this.must('nft', 'nft', ['delete', 'table', 'inet', NFT_TABLE]);
           this.nftApplied = undefined;
         } else {
-          for (const table of ['raw', 'filter'] as const)
-            for (const saved of ourSavedRules(await this.save(table)))
-              await this.must('iptables', this.iptables(), ['-w', '5', '-t', table, '-D', saved.chain, ...saved.args]);
+          for (const family of [4, 6] as const)
+            for (const table of ['raw', 'filter'] as const) {
+              const saved = await this.save(family, table);
+              for (const rule of ourSavedRules(saved ?? ''))
+                await this.must('iptables', this.iptables(family), [
+                  '-w',
+                  '5',
+                  '-t',
+                  table,
+                  '-D',
+                  rule.chain,
+                  ...rule.args,
+                ]);
+            }
         }
       } catch (error) {
         this.log.error('could not remove the rules', { err: error });
@@ -300,46 +317,60 @@ export class NodePlumbing {
     }
   }
 
-  private iptables(): string {
-    const base = this.v6 ? 'ip6tables' : 'iptables';
+  private iptables(family: Family): string {
+    const base = family === 6 ? 'ip6tables' : 'iptables';
     return this.config.firewall === 'iptables-legacy' ? `${base}-legacy` : base;
   }
 
-  private save(table: 'raw' | 'filter'): Promise<string> {
-    const base = this.v6 ? 'ip6tables' : 'iptables';
+  /**
+   * A table's rules in one family. A family -localip has none of is read only to remove what a
+   * previous config left there: a node without IPv6 (no ip6tables) is then no error, undefined.
+   */
+  private save(family: Family, table: 'raw' | 'filter'): Promise<string | undefined> {
+    const base = family === 6 ? 'ip6tables' : 'iptables';
     const command = this.config.firewall === 'iptables-legacy' ? `${base}-legacy-save` : `${base}-save`;
-    return this.must('iptables', command, ['-t', table]);
+    if (this.families.includes(family)) return this.must('iptables', command, ['-t', table]);
+    return this.run(command, ['-t', table]).then(
+      (r) => (r.code === 0 ? r.stdout : undefined),
+      () => undefined,
+    );
   }
 
+  /** Each family's rules in its own iptables; rules of ours in a family -localip no longer has go. */
   private async ensureIptables(report: SyncReport): Promise<void> {
     const desired = desiredRules(this.config);
-    for (const table of ['raw', 'filter'] as const) {
-      const wanted = new Map(desired.filter((r) => r.table === table).map((r) => [ruleKey(r), r]));
-      const seen = new Set<string>();
-      // One listing per table, then only the changes: no "rule exists" check to get wrong (#568).
-      for (const saved of ourSavedRules(await this.save(table))) {
-        if (saved.key !== undefined && wanted.has(saved.key) && !seen.has(saved.key)) {
-          seen.add(saved.key);
-          continue;
+    for (const family of [4, 6] as const)
+      for (const table of ['raw', 'filter'] as const) {
+        const saved = await this.save(family, table);
+        if (saved === undefined) continue;
+        const wanted = new Map(
+          desired.filter((r) => r.table === table && familyOf(r.ip) === family).map((r) => [ruleKey(r), r]),
+        );
+        const seen = new Set<string>();
+        // One listing per table, then only the changes: no "rule exists" check to get wrong (#568).
+        for (const rule of ourSavedRules(saved)) {
+          if (rule.key !== undefined && wanted.has(rule.key) && !seen.has(rule.key)) {
+            seen.add(rule.key);
+            continue;
+          }
+          await this.must('iptables', this.iptables(family), ['-w', '5', '-t', table, '-D', rule.chain, ...rule.args]);
+          report.duplicatesRemoved++;
         }
-        await this.must('iptables', this.iptables(), ['-w', '5', '-t', table, '-D', saved.chain, ...saved.args]);
-        report.duplicatesRemoved++;
+        for (const [key, rule] of wanted) {
+          if (seen.has(key)) continue;
+          await this.must('iptables', this.iptables(family), [
+            '-w',
+            '5',
+            '-t',
+            table,
+            '-I',
+            rule.chain,
+            '1',
+            ...ruleArgs(rule),
+          ]);
+          report.rulesAdded++;
+        }
       }
-      for (const [key, rule] of wanted) {
-        if (seen.has(key)) continue;
-        await this.must('iptables', this.iptables(), [
-          '-w',
-          '5',
-          '-t',
-          table,
-          '-I',
-          rule.chain,
-          '1',
-          ...ruleArgs(rule, this.v6),
-        ]);
-        report.rulesAdded++;
-      }
-    }
   }
 
   private async ensureNft(report: SyncReport): Promise<void> {
@@ -365,14 +396,23 @@ function emptyReport(): SyncReport {
   return { interfaceAdded: false, addressesAdded: [], rulesAdded: 0, duplicatesRemoved: 0, errors: [] };
 }
 
+/** The families of these addresses, IPv4 first. */
+export function localFamilies(ips: readonly string[]): Family[] {
+  return ([4, 6] as const).filter((f) => ips.some((ip) => familyOf(ip) === f));
+}
+
 /**
- * Chooses the firewall for `auto`: iptables-legacy when the node's legacy tables hold rules (its
- * kube-proxy writes there, and an ACCEPT must sit beside its rules), else native nft when `nft`
- * works, else whatever `iptables` is.
+ * Chooses the firewall for `auto`: iptables-legacy when the node's legacy tables of a family we
+ * serve hold rules (its kube-proxy writes there, and an ACCEPT must sit beside its rules), else
+ * native nft when `nft` works, else whatever `iptables` is.
  */
-export async function detectFirewall(run: CommandRunner, v6: boolean): Promise<Firewall> {
-  const legacy = await run(v6 ? 'ip6tables-legacy-save' : 'iptables-legacy-save', []).catch(() => undefined);
-  if (legacy && legacy.code === 0 && /^-A /m.test(legacy.stdout)) return 'iptables-legacy';
+export async function detectFirewall(run: CommandRunner, localIps: readonly string[]): Promise<Firewall> {
+  for (const family of localFamilies(localIps)) {
+    const legacy = await run(family === 6 ? 'ip6tables-legacy-save' : 'iptables-legacy-save', []).catch(
+      () => undefined,
+    );
+    if (legacy && legacy.code === 0 && /^-A /m.test(legacy.stdout)) return 'iptables-legacy';
+  }
   const nft = await run('nft', ['list', 'tables']).catch(() => undefined);
   if (nft && nft.code === 0) return 'nft';
   return 'iptables';

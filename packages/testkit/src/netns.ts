@@ -57,13 +57,26 @@ export function createNetns(): Netns {
   };
 }
 
-/** Joins two namespaces with a veth pair, giving each end an address (CIDR form, `192.0.2.2/24`). */
-export function linkNetns(a: Netns, addressA: string, b: Netns, addressB: string): void {
+/**
+ * Joins two namespaces with a veth pair, giving each end an address (CIDR form, `192.0.2.2/24`),
+ * and with `ipv6` an IPv6 one too (`fd10::2/64`; usable at once: no duplicate detection).
+ */
+export function linkNetns(
+  a: Netns,
+  addressA: string,
+  b: Netns,
+  addressB: string,
+  ipv6?: { a: string; b: string },
+): void {
   const id = ++counter;
   const [endA, endB] = [`cdv${process.pid % 10000}a${id}`, `cdv${process.pid % 10000}b${id}`];
   ip('link', 'add', endA, 'netns', a.name, 'type', 'veth', 'peer', 'name', endB, 'netns', b.name);
   ip('-n', a.name, 'addr', 'add', addressA, 'dev', endA);
   ip('-n', b.name, 'addr', 'add', addressB, 'dev', endB);
+  if (ipv6) {
+    ip('-n', a.name, 'addr', 'add', ipv6.a, 'dev', endA, 'nodad');
+    ip('-n', b.name, 'addr', 'add', ipv6.b, 'dev', endB, 'nodad');
+  }
   ip('-n', a.name, 'link', 'set', endA, 'up');
   ip('-n', b.name, 'link', 'set', endB, 'up');
 }
