@@ -1,5 +1,5 @@
 import { anyAnswerType, type Fqdn, isInZone, labelsOf, parentOf, QTYPE, RCODE, type Rr } from '@cluster-dns/wire';
-import { serviceKey } from './cluster-model.js';
+import { importKey, serviceKey } from './cluster-model.js';
 import { hostRecordsByLabel, type RecordList, withSrvWeights } from './service-records.js';
 import { recordsAt, soaRecord } from './zone-records.js';
 import type { ZoneView } from './zone-view.js';
@@ -71,11 +71,14 @@ function glueFor(view: ZoneView, answers: readonly Rr[], owners: Set<string>): R
     if ((srv.type !== QTYPE.SRV && srv.type !== QTYPE.NS) || glued.has(srv.target)) continue;
     glued.add(srv.target);
     const target = srv.target as Fqdn;
-    const parent = parentOf(target);
+    // An endpoint's name is one label under its Service's; in the clusterset zone, two
+    // (`<host>.<clusterid>`).
+    const imported = view.clustersetZone !== undefined && isInZone(target, view.clustersetZone);
+    const parent = imported ? parentOf(parentOf(target)) : parentOf(target);
     if (!hostsUnder.has(parent)) hostsUnder.set(parent, headlessHosts(view, parent, owners));
     const hosts = hostsUnder.get(parent);
     let rrs: readonly Rr[] | undefined;
-    if (hosts) rrs = hosts.get(firstLabelOf(target))?.rrs;
+    if (hosts) rrs = hosts.get(imported ? hostLabelOf(target) : firstLabelOf(target))?.rrs;
     else {
       const zone = zoneOf(view, target);
       if (!zone) continue;
@@ -88,17 +91,28 @@ function glueFor(view: ZoneView, answers: readonly Rr[], owners: Set<string>): R
   return additionals;
 }
 
+/** An imported endpoint's label under its ServiceImport: `<host>.<clusterid>`. */
+const hostLabelOf = (name: Fqdn): string => labelsOf(name).slice(0, 2).join('.');
+
 /** A target's first label: a slice where it has no escapes, which ours never do. */
 const firstLabelOf = (name: Fqdn): string =>
   name.includes('\\') ? (labelsOf(name)[0] as string) : name.slice(0, name.indexOf('.'));
 
-/** When `base` is a headless Service's name in our zone, its endpoint names' records by label. */
+/**
+ * When `base` is a headless Service's name in the cluster zone (or a Headless ServiceImport's in
+ * the clusterset zone), its endpoint names' records by label.
+ */
 function headlessHosts(view: ZoneView, base: Fqdn, owners: Set<string>): ReadonlyMap<string, RecordList> | undefined {
-  if (!isInZone(base, view.zone)) return undefined;
+  const zone = isInZone(base, view.zone)
+    ? view.zone
+    : view.clustersetZone && isInZone(base, view.clustersetZone)
+      ? view.clustersetZone
+      : undefined;
+  if (!zone) return undefined;
   const labels = labelsOf(base);
-  const below = labels.slice(0, labels.length - labelsOf(view.zone).length);
+  const below = labels.slice(0, labels.length - labelsOf(zone).length);
   if (below.length !== 3 || below[2] !== 'svc') return undefined;
-  const key = serviceKey(below[1] as string, below[0] as string);
+  const key = (zone === view.zone ? serviceKey : importKey)(below[1] as string, below[0] as string);
   const service = view.state.serviceByKey(key);
   if (service?.kind !== 'headless') return undefined;
   owners.add(key);
