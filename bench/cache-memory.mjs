@@ -79,7 +79,7 @@ export async function runCacheMemory({ row, forwarderArgs, count = 10_000, ttlSe
   const caseName = `8. cache memory: ${count.toLocaleString('en-US')} cached answers, RSS (no GC asked)`;
   // As each ships, on the images' Node 22: the kube-dns Pod's forwarder with the manifest's heap
   // flags, and the node-cache image's (V8's young generation capped: a miss costs more CPU there,
-  // where a node cache answers mostly hits; see the README's case 8).
+  // where a node cache answers mostly hits; see bench/README.md, case 8).
   const node22 = node22Binary();
   const node = 'unavailable' in node22 ? process.execPath : node22.path;
   const variants = [

@@ -369,6 +369,8 @@ const ratios = {
     return o !== undefined && d !== undefined ? round(o - d, 3) : null;
   })(),
 };
+/** Where a results file's written story starts: everything from it on is kept by later runs. */
+const STORY_MARK = '<!-- story: written by people, kept by pnpm bench -->';
 const cols = ['qps', 'lost', 'p50Ms', 'p99Ms', 'avgMs', 'cpuUsPerQuery', 'rssMiB'];
 const fmt = (v) =>
   v === undefined || v === null ? '' : typeof v === 'number' ? String(round(v, v < 10 ? 3 : 0)) : String(v);
@@ -394,8 +396,18 @@ const lines = [
   ...notes.map((n) => `- ${n}`),
   '',
 ];
-writeFileSync(join(ROOT, `bench/results/${date}.md`), lines.join('\n'));
+writeFileSync(join(ROOT, `bench/results/${date}.md`), withStory(join(ROOT, `bench/results/${date}.md`), lines));
 console.log(lines.join('\n'));
 const charts = await writeCharts(result, join(ROOT, 'bench/results/charts'));
 console.log(`charts: ${charts.join(', ')}`);
 process.exit(0);
+
+/**
+ * The day's results file: the generated table, then the story of that day's measurements, which
+ * people write below STORY_MARK and a run of the same day keeps.
+ */
+function withStory(path, lines) {
+  const before = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  const at = before.indexOf(STORY_MARK);
+  return [...lines, ...(at === -1 ? [] : [before.slice(at)])].join('\n');
+}

@@ -37,9 +37,9 @@ describe('bench charts', () => {
     }
   });
 
-  it('shows in the README the charts it draws', () => {
-    const readme = readFileSync(`${root}/README.md`, 'utf8');
+  it('shows in the bench README the charts it draws', () => {
+    const readme = readFileSync(`${root}/bench/README.md`, 'utf8');
     for (const name of ['latency', 'qps', 'propagation', 'rss'])
-      expect(readme).toContain(`(bench/results/charts/${name}.svg)`);
+      expect(readme).toContain(`(results/charts/${name}.svg)`);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Every stable error code this project throws, in one place. A log line's `err.code` is one of
- * these; the root README's "Errors" table documents each (a test holds the two together). Add a
+ * these; docs/troubleshooting.md's "Errors and exit codes" table documents each (a test holds the two together). Add a
  * code here, then a subclass of ClusterDnsError next to the code that throws it.
  */
 export const ERROR_CODES = {
