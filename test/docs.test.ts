@@ -29,7 +29,7 @@ const docs = [
   'CONTRIBUTING.md',
   'bench/README.md',
   'manifests/README.md',
-  ...files.filter((f) => /^docs\/.*\.md$/.test(f) || /^packages\/[^/]+\/README\.md$/.test(f)),
+  ...files.filter((f) => /^docs\/.*\.md$/.test(f) || /^packages\/.*README\.md$/.test(f)),
 ];
 
 /**
@@ -103,6 +103,12 @@ describe('the docs', () => {
 
   it('keep the README a front door (16 KB at most)', () => {
     expect(readFileSync(join(root, 'README.md')).length).toBeLessThanOrEqual(16 * 1024);
+  });
+
+  it('keep each package README a reference (25 KB at most)', () => {
+    const readmes = files.filter((f) => /^packages\/.*README\.md$/.test(f));
+    expect(readmes.length).toBeGreaterThan(6);
+    expect(readmes.filter((f) => readFileSync(join(root, f)).length > 25 * 1024)).toEqual([]);
   });
 
   it('have each chain stage’s test beside it', () => {

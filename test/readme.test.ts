@@ -10,8 +10,8 @@ const readme = readFileSync(`${root}/README.md`, 'utf8');
 const troubleshooting = readFileSync(`${root}/docs/troubleshooting.md`, 'utf8');
 
 describe('README', () => {
-  it('the forwarder README names every node-cache flag, node-local port and metric', () => {
-    const forwarder = readFileSync(`${root}/packages/forwarder/README.md`, 'utf8');
+  it('the node-local README names every node-cache flag, node-local port and metric', () => {
+    const forwarder = readFileSync(`${root}/packages/forwarder/src/node-local/README.md`, 'utf8');
     for (const name of Object.keys(nodeCacheFlags)) expect(forwarder).toContain(`\`-${name}\``);
     for (const text of ['coredns_nodecache_setup_errors_total', '/health', '9253', '9353', '8080'])
       expect(forwarder).toContain(text);

@@ -3,7 +3,7 @@ import { toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { createConfigReloader } from './config-reloader.js';
 import type { RawConfig } from './config-source.js';
-import { planNodeLocal } from './node-local-plan.js';
+import { planNodeLocal } from './node-local/node-local-plan.js';
 import { parseServerFlag } from './server-flag.js';
 
 function reloaderUnderTest() {

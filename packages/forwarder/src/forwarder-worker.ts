@@ -2,11 +2,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, describeError, levelFromVerbosity, parseFlags } from '@cluster-dns/runtime';
 import { corefileForwarder } from './corefile-mode/corefile-forwarder.js';
 import { createForwarder, type ForwarderDeps } from './forwarder.js';
-import { nodeCacheForwarder } from './node-cache.js';
-import { nodeCacheFlags } from './node-cache-options.js';
+import { nodeCacheForwarder } from './node-local/node-cache.js';
+import { nodeCacheFlags } from './node-local/node-cache-options.js';
 import { type ForwarderOptions, forwarderFlags, toForwarderOptions } from './options.js';
-import { broadcastLink, createWorkerPeers } from './worker-peers.js';
-import type { ToWorker, WorkerData } from './worker-pool.js';
+import { broadcastLink, createWorkerPeers } from './workers/worker-peers.js';
+import type { ToWorker, WorkerData } from './workers/worker-pool.js';
 
 // One worker of --workers (worker-pool.ts): a whole forwarder on the pool's port, bound with
 // SO_REUSEPORT beside the others. Its flags are the process's, parsed again here.

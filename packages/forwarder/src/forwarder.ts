@@ -39,7 +39,7 @@ import { type RouteSources, serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
 import { TransferRelayStage } from './transfer-relay-stage.js';
 import { UpstreamStats } from './upstream-stats.js';
-import type { WorkerPeers } from './worker-peers.js';
+import type { WorkerPeers } from './workers/worker-peers.js';
 import type { ZoneChanged } from './zone-sync.js';
 import { createZoneTransfers } from './zone-transfers.js';
 

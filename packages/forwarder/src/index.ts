@@ -1,5 +1,9 @@
-// What other packages' tests may need of the forwarder: its flag table.
+// What other packages' tests may need of the forwarder: its flag tables and metrics (the generated
+// reference).
 
-export { nodeCacheFlags } from './node-cache-options.js';
-export { planNodeLocal } from './node-local-plan.js';
+export { createForwarderMetrics } from './metrics.js';
+export { nodeCacheFlags } from './node-local/node-cache-options.js';
+export { planNodeLocal } from './node-local/node-local-plan.js';
 export { forwarderFlags, toForwarderOptions } from './options.js';
+export { ServerQueryCounts } from './query-counts.js';
+export { UpstreamStats } from './upstream-stats.js';

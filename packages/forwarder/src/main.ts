@@ -3,7 +3,7 @@ import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { startCorefileForwarder } from './corefile-mode/corefile-forwarder.js';
 import { createForwarder } from './forwarder.js';
 import { forwarderFlags, toForwarderOptions } from './options.js';
-import { checkWorkers, createWorkerPool } from './worker-pool.js';
+import { checkWorkers, createWorkerPool } from './workers/worker-pool.js';
 
 const hooks = nodeProcessHooks();
 await runMain(

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
-import { startNodeCache } from './node-cache.js';
-import { nodeCacheFlags } from './node-cache-options.js';
-import type { CommandRunner } from './node-plumbing.js';
+import { startNodeCache } from './node-local/node-cache.js';
+import { nodeCacheFlags } from './node-local/node-cache-options.js';
+import type { CommandRunner } from './node-local/node-plumbing.js';
 
 /** ip, iptables and nft, run to their end; a missing binary is exit 127, as a shell says it. */
 const run: CommandRunner = (command, args, input) =>

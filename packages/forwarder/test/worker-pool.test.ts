@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createLogger } from '@cluster-dns/runtime';
 import { waitFor } from '@cluster-dns/testkit';
 import { describe, expect, it } from 'vitest';
-import { createWorkerPool } from '../src/worker-pool.js';
+import { createWorkerPool } from '../src/workers/worker-pool.js';
 
 const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
 

@@ -1,2 +1,5 @@
-// What other packages' tests may need of the sidecar: its flag table.
+// What other packages' tests may need of the sidecar: its flag table and metrics (the generated reference).
+
+export { createSidecarMetrics } from './metrics.js';
 export { sidecarFlags } from './options.js';
+export { parseProbeFlag } from './probe-flag.js';

@@ -14,7 +14,7 @@ import type { RawConfig } from '../config-source.js';
 import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
 import { type ForwarderOptions, type forwarderFlags, toForwarderOptions } from '../options.js';
 import type { RouteSources } from '../route-table.js';
-import { checkWorkers, createWorkerPool } from '../worker-pool.js';
+import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
 import { HostsTable } from './hosts-table.js';
 import { type PodPlan, planPod } from './pod-plan.js';
 

@@ -8,7 +8,7 @@ import {
 } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
 import type { CachePolicy, RouteCache } from '../cache-policy.js';
-import { routeCacheOf } from '../node-local-plan.js';
+import { routeCacheOf } from '../node-local/node-local-plan.js';
 import type { ServerPolicy, ServerRule } from '../server-flag.js';
 
 /** The rewrite rules of one server block: they apply to the names that block serves. */

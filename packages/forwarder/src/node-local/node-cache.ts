@@ -14,17 +14,17 @@ import {
 } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import type { RawConfig } from './config-source.js';
-import { readConfigSources } from './config-source.js';
+import type { RawConfig } from '../config-source.js';
+import { readConfigSources } from '../config-source.js';
+import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
+import { toIsolationOptions } from '../isolation/isolation-flags.js';
+import type { ForwarderOptions } from '../options.js';
+import type { RouteSources } from '../route-table.js';
+import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
-import { createForwarder, type Forwarder, type ForwarderDeps } from './forwarder.js';
-import { toIsolationOptions } from './isolation/isolation-flags.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
 import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
-import type { ForwarderOptions } from './options.js';
-import type { RouteSources } from './route-table.js';
-import { checkWorkers, createWorkerPool } from './worker-pool.js';
 
 export interface NodeCacheDeps {
   log: Logger;

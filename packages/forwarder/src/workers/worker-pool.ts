@@ -11,7 +11,7 @@ import {
 } from '@cluster-dns/runtime';
 import { reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
-import type { ForwarderStarted } from './forwarder.js';
+import type { ForwarderStarted } from '../forwarder.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 
@@ -118,7 +118,7 @@ export function createWorkerPool(options: {
         notifyPort,
         channel,
       };
-      const worker = new Worker(options.workerScript ?? new URL('./forwarder-worker.js', import.meta.url), {
+      const worker = new Worker(options.workerScript ?? new URL('../forwarder-worker.js', import.meta.url), {
         workerData: data,
       });
       let ready = false;

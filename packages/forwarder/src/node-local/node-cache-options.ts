@@ -7,7 +7,7 @@ import {
   parseHostPort,
   tcpBackpressureFlags,
 } from '@cluster-dns/runtime';
-import { isolationFlags } from './isolation/isolation-flags.js';
+import { isolationFlags } from '../isolation/isolation-flags.js';
 import type { Firewall } from './node-plumbing.js';
 
 /** `-syncinterval 60` (node-cache's seconds) or a Go duration (`30s`). */
@@ -24,7 +24,7 @@ function parseSyncInterval(raw: string, name: string): number {
 /**
  * node-cache's flags (kubernetes/dns cmd/node-cache/main.go), so the upstream nodelocaldns.yaml
  * DaemonSet runs with only its image changed. Go's spellings all parse: `-flag value`,
- * `-flag=value`, `--flag`. A few of ours follow, named in the forwarder README.
+ * `-flag=value`, `--flag`. A few of ours follow, named in the node-local README beside it.
  */
 export const nodeCacheFlags = {
   localip: flag.string(

@@ -2,9 +2,9 @@ import { createSilentLogger } from '@cluster-dns/runtime';
 import { waitFor } from '@cluster-dns/testkit';
 import { type Fqdn, toFqdn, type ZoneChange } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import type { StatsSnapshot } from './chaos-stats.js';
+import type { StatsSnapshot } from '../chaos-stats.js';
+import { createZoneSync } from '../zone-sync.js';
 import { createWorkerPeers, type PeerLink, type PeerMessage, sumStats } from './worker-peers.js';
-import { createZoneSync } from './zone-sync.js';
 
 const Z = toFqdn('cluster.local');
 const RB = { host: '127.0.0.1', port: 10053 };

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { planNodeLocal } from './node-local-plan.js';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+const root = fileURLToPath(new URL('../../../..', import.meta.url));
 /** The Corefile of the ConfigMap operators apply: never a hand copy. */
 const manifestCorefile = () => {
   const docs = loadAllYaml(readFileSync(`${root}/manifests/node-local/configmap.yaml`, 'utf8')) as Array<{

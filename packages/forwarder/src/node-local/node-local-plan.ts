@@ -6,8 +6,8 @@ import {
   type ServerConfig,
 } from '@cluster-dns/runtime';
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
-import type { CachePolicy, RouteCache } from './cache-policy.js';
-import type { ServerRule } from './server-flag.js';
+import type { CachePolicy, RouteCache } from '../cache-policy.js';
+import type { ServerRule } from '../server-flag.js';
 
 /** Where one zone's queries go, and how its answers are cached. */
 export interface ZonePlan {

@@ -1,8 +1,8 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
 import { closestZone, type Fqdn } from '@cluster-dns/wire';
-import type { StatsSnapshot } from './chaos-stats.js';
-import { type ZoneChanged, type ZoneSync, zoneSyncCounts } from './zone-sync.js';
+import type { StatsSnapshot } from '../chaos-stats.js';
+import { type ZoneChanged, type ZoneSync, zoneSyncCounts } from '../zone-sync.js';
 
 /** What workers tell each other (worker_threads' BroadcastChannel: every other worker hears it). */
 export type PeerMessage =

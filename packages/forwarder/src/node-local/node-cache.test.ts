@@ -6,12 +6,12 @@ import { createSilentLogger, parseFlags } from '@cluster-dns/runtime';
 import { toFqdn } from '@cluster-dns/wire';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { createConfigReloader } from './config-reloader.js';
-import { readConfigSources } from './config-source.js';
+import { createConfigReloader } from '../config-reloader.js';
+import { readConfigSources } from '../config-source.js';
 import { nodeCacheForwarder } from './node-cache.js';
 import { nodeCacheFlags } from './node-cache-options.js';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+const root = fileURLToPath(new URL('../../../..', import.meta.url));
 
 /** The node-local ConfigMap's Corefile and a kube-dns ConfigMap folder, as the DaemonSet mounts them. */
 async function mounts(kubeDns: Record<string, string>) {

@@ -32,7 +32,7 @@ export interface PlumbingConfig {
   readonly port: number;
   readonly healthPort: number;
   readonly interfaceName: string;
-  /** `dummy` on a node; a test on a kernel without it passes another (see the forwarder README). */
+  /** `dummy` on a node; a test on a kernel without it passes another (see the node-local README beside it). */
   readonly interfaceType: string;
   readonly setupInterface: boolean;
   readonly setupRules: boolean;
