@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
+import { memoryFor, sizingRule } from './sizing.mjs';
 
 const SERVER_COLORS = { domain: ['cluster-dns', 'dnsmasq'], range: ['#1f77b4', '#ff7f0e'] };
 
@@ -15,6 +16,24 @@ async function render(spec) {
   return view.toSVG();
 }
 
+/** A chart's title, with the run's date and host under it: figures from different days do not compare. */
+const titled = (text, result, more) => ({
+  text,
+  subtitle: [
+    `${result.date}, ${result.machine?.cpu ?? '?'}, ${result.machine?.cores ?? '?'} cores, Node ${result.machine?.node ?? '?'}`,
+    ...(more ? [more] : []),
+  ],
+});
+
+/** Servers as a legend says them: in words, an older build by what it is rather than its commit. */
+const serverName = (server) =>
+  server.startsWith('baseline ')
+    ? 'an earlier build, in the same rounds'
+    : ({
+        'ceiling (bare dgram)': 'Node’s ceiling: a bare dgram server, tuned as ours',
+        'plain dgram ceiling': 'a plain dgram server, with dgram’s defaults',
+      }[server] ?? server);
+
 const short = (caseName) =>
   caseName
     .replace(/^(\d)\. /, '$1 ')
@@ -22,7 +41,7 @@ const short = (caseName) =>
     .replace('record-builder ', 'rb ');
 
 /** Latency at each quantile, ours and dnsmasq's, at the fixed 10k QPS of case 1. */
-function latencySpec(rows) {
+function latencySpec(rows, result) {
   const values = rows
     .filter((r) => r.case === '1. forwarder cache hits, UDP, 10k QPS' && Array.isArray(r.quantilesMs))
     .flatMap((r) =>
@@ -30,7 +49,7 @@ function latencySpec(rows) {
     );
   if (values.length === 0) return undefined;
   return {
-    title: 'Cache hits at 10,000 QPS (UDP): latency by quantile',
+    title: titled('Cache hits at 10,000 QPS (UDP): latency by quantile (case 1)', result),
     width: 520,
     height: 280,
     data: { values },
@@ -56,8 +75,8 @@ function serverScale(servers) {
   const fixed = {
     'cluster-dns': '#1f77b4',
     dnsmasq: '#ff7f0e',
-    'ceiling (bare dgram)': '#7f7f7f',
-    'plain dgram ceiling': '#c7c7c7',
+    [serverName('ceiling (bare dgram)')]: '#7f7f7f',
+    [serverName('plain dgram ceiling')]: '#c7c7c7',
   };
   const spare = ['#9edae5', '#c5b0d5', '#c49c94', '#dbdb8d'];
   const domain = [...new Set(servers)];
@@ -65,17 +84,17 @@ function serverScale(servers) {
 }
 
 /** Queries per second at full rate: ours beside dnsmasq's, the ceiling's and any baseline's. */
-function qpsSpec(rows) {
+function qpsSpec(rows, result) {
   const values = rows
     .filter((r) => typeof r.qps === 'number' && r.qps > 0 && MAX_RATE_CASES.some((re) => re.test(r.case)))
     .map((r) => ({
       case: short(r.case).replace(/ \(median of \d+ interleaved rounds\)/, ', interleaved'),
-      server: r.server,
+      server: serverName(r.server),
       qps: Math.round(r.qps),
     }));
   if (values.length === 0) return undefined;
   return {
-    title: 'Queries per second at full rate (one core)',
+    title: titled('Queries per second at full rate, one core (cases 1–3)', result),
     width: 420,
     data: { values },
     mark: 'bar',
@@ -95,7 +114,7 @@ function qpsSpec(rows) {
 }
 
 /** Case 6: how long each kind of change takes to show through the forwarder. */
-function propagationSpec(rows) {
+function propagationSpec(rows, result) {
   const values = rows
     .filter((r) => r.case.startsWith('6.') && typeof r.p50Ms === 'number' && typeof r.p99Ms === 'number')
     .flatMap((r) => [
@@ -104,7 +123,7 @@ function propagationSpec(rows) {
     ]);
   if (values.length === 0) return undefined;
   return {
-    title: 'Change to answer through the forwarder (case 6)',
+    title: titled('Change to answer through the forwarder (case 6)', result),
     width: 420,
     data: { values },
     mark: 'bar',
@@ -129,7 +148,7 @@ function propagationSpec(rows) {
  * Case 5's sizing: the record-builder's RSS against the size of the cluster. At full size, also
  * the steady RSS with no GC asked for (what the container sees) beside the one after a full GC.
  */
-function rssSpec(rows) {
+function rssSpec(rows, result) {
   const point = (r, endpoints, measure, field) =>
     r && typeof r[field] === 'number' ? { endpoints, measure, rss: r[field] } : undefined;
   const byCase = (name) => rows.find((r) => r.case === name);
@@ -143,18 +162,14 @@ function rssSpec(rows) {
     point(full, 100000, STEADY, 'steadyRssMiB'),
   ].filter(Boolean);
   if (values.length === 0) return undefined;
-  const unit = byCase('5. sizing: per unit (README table)');
-  const model = unit
-    ? [0, 25000, 50000, 75000, 100000].map((e) => ({
-        endpoints: e,
-        rss: unit.baseRssMiB + unit.rssMiBPer1kServices * 10 + (unit.rssMiBPer10kEndpoints * e) / 10000,
-      }))
-    : [];
+  const rule = sizingRule(rows);
+  const model = rule ? [0, 25000, 50000, 75000, 100000].map((e) => ({ endpoints: e, rss: memoryFor(rule, e) })) : [];
   return {
-    title: {
-      text: 'Record-builder RSS by cluster size (case 5)',
-      subtitle: '10,000 Services above 0 endpoints; dashed: the README sizing rule (after GC)',
-    },
+    title: titled(
+      'Record-builder RSS by cluster size (case 5)',
+      result,
+      'dashed: the sizing rule (bench/sizing.mjs, docs/operator-guide.md)',
+    ),
     width: 420,
     height: 260,
     layer: [
@@ -181,7 +196,7 @@ function rssSpec(rows) {
           x: {
             field: 'endpoints',
             type: 'quantitative',
-            title: 'endpoints (at 0: an empty cluster, below 10,000 Services with none)',
+            title: 'endpoints (at 0: an empty cluster, and 10,000 Services without endpoints)',
             // Room at both ends, so a ring at 0 or at the last size does not cover an axis label.
             scale: { domain: [-6000, 106000], nice: false },
             axis: { values: [0, 20000, 40000, 60000, 80000, 100000] },
@@ -204,10 +219,10 @@ function rssSpec(rows) {
 export async function writeCharts(result, dir) {
   mkdirSync(dir, { recursive: true });
   const specs = {
-    latency: latencySpec(result.rows),
-    qps: qpsSpec(result.rows),
-    propagation: propagationSpec(result.rows),
-    rss: rssSpec(result.rows),
+    latency: latencySpec(result.rows, result),
+    qps: qpsSpec(result.rows, result),
+    propagation: propagationSpec(result.rows, result),
+    rss: rssSpec(result.rows, result),
   };
   const written = [];
   for (const [name, spec] of Object.entries(specs)) {

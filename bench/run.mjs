@@ -36,6 +36,7 @@ import {
 } from './lib.mjs';
 import { runPropagation } from './push.mjs';
 import { runScale, runSizing } from './scale.mjs';
+import { writeSizing } from './sizing.mjs';
 import { runWorkers } from './workers.mjs';
 
 const argv = process.argv.slice(2);
@@ -398,6 +399,8 @@ const lines = [
 ];
 writeFileSync(join(ROOT, `bench/results/${date}.md`), withStory(join(ROOT, `bench/results/${date}.md`), lines));
 console.log(lines.join('\n'));
+// A run of case 5 sets the sizing rule the docs, the manifests' requests and the RSS chart use.
+if (writeSizing(join(ROOT, `bench/results/${date}.json`))) console.log('sizing rule: bench/sizing.json');
 const charts = await writeCharts(result, join(ROOT, 'bench/results/charts'));
 console.log(`charts: ${charts.join(', ')}`);
 process.exit(0);
