@@ -121,4 +121,39 @@ describe('runMain', () => {
     expect(shutdowns).toBe(1);
     expect(f.out.exits).toEqual([0]);
   });
+
+  it('takes one Ctrl-C delivered twice (to the group, and passed on by pnpm) as one signal', async () => {
+    const f = fakeHooks([]);
+    let release = () => {};
+    const drained = new Promise<void>((r) => {
+      release = r;
+    });
+    await runMain({ program: 'p', summary: '', flags, start: async () => ({ shutdown: () => drained }) }, f.hooks);
+    f.signal('SIGINT');
+    f.signal('SIGINT');
+    await turn();
+    expect(f.out.exits).toEqual([]);
+    release();
+    await f.exited(1);
+    expect(f.out.exits).toEqual([0]);
+  });
+
+  it('aborts a start that listens for a signal while it waits, and exits 0', async () => {
+    const f = fakeHooks([]);
+    const running = runMain(
+      {
+        program: 'p',
+        summary: '',
+        flags,
+        start: (_values, { signal }) =>
+          new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      },
+      f.hooks,
+    );
+    await turn();
+    f.signal('SIGTERM');
+    await running;
+    expect(f.out.exits).toEqual([0]);
+    expect(f.out.stdout).toContain('stopped while starting');
+  });
 });

@@ -14,7 +14,15 @@ export interface MainSpec<Table extends Record<string, FlagDef<unknown>>> {
   flags: Table;
   /** Bounds the whole shutdown; past it the process exits 1. */
   shutdownDeadlineMs?: number;
-  start(values: FlagValues<Table>, context: { log: Logger; given: ReadonlySet<string> }): Promise<RunningService>;
+  /**
+   * `signal` is aborted by SIGTERM or SIGINT while starting: a start that may wait long (the demo
+   * waiting for its children) stops what it began and rejects, and the process exits 0. A start
+   * that ignores it is stopped once started, as before.
+   */
+  start(
+    values: FlagValues<Table>,
+    context: { log: Logger; given: ReadonlySet<string>; signal: AbortSignal },
+  ): Promise<RunningService>;
 }
 
 export interface ProcessHooks {
@@ -64,7 +72,14 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
   let service: RunningService | undefined;
   let pendingSignal: string | undefined;
   let stopping = false;
-  const stop = (signal: string) => {
+  const starting = new AbortController();
+  // One Ctrl-C can arrive twice: from the terminal to the whole process group, and passed on by a
+  // parent (pnpm forwards SIGINT to its script). The same signal within this window is that one.
+  let lastSignal: { signal: string; atMs: number } | undefined;
+  const stop = (signal: string, replayed = false) => {
+    const now = performance.now();
+    if (!replayed && lastSignal?.signal === signal && now - lastSignal.atMs < SAME_SIGNAL_MS) return;
+    lastSignal = { signal, atMs: now };
     if (stopping) {
       log.warn('second signal, exiting now', { signal });
       hooks.exit(1);
@@ -76,6 +91,7 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
         hooks.exit(1);
       }
       pendingSignal = signal;
+      starting.abort(new Error(`${signal} while starting`));
       return;
     }
     stopping = true;
@@ -102,8 +118,13 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
   hooks.onSignal('SIGINT', () => stop('SIGINT'));
 
   try {
-    service = await spec.start(parsed.values, { log, given: parsed.given });
+    service = await spec.start(parsed.values, { log, given: parsed.given, signal: starting.signal });
   } catch (error) {
+    if (starting.signal.aborted) {
+      log.info('stopped while starting', { signal: pendingSignal });
+      hooks.exit(0);
+      return;
+    }
     // A config file that does not parse is the same kind of mistake as a bad flag.
     const flagProblem =
       error instanceof FlagError || (error instanceof ClusterDnsError && error.code === 'COREFILE_INVALID');
@@ -114,8 +135,11 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
     hooks.exit(flagProblem ? 2 : 1);
     return;
   }
-  if (pendingSignal) stop(pendingSignal);
+  if (pendingSignal) stop(pendingSignal, true);
 }
+
+/** A repeat of the same signal within this long is one signal delivered twice, not a second one. */
+const SAME_SIGNAL_MS = 300;
 
 /** The real process behind ProcessHooks; only main.ts files call this. */
 export function nodeProcessHooks(): ProcessHooks {

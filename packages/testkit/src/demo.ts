@@ -3,12 +3,13 @@
  * The README's start command: the demo cluster on testkit's API server, then the record-builder,
  * forwarder and sidecar as separate processes on loopback, their logs prefixed with their names.
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { startApiServer } from './api-server.js';
+import { checkDemoValues } from './demo-checks.js';
 import { demoFlags, repoRoot } from './demo-options.js';
 import { freePort } from './free-port.js';
 import { loadManifestFolder } from './manifests.js';
@@ -24,17 +25,22 @@ await runMain(
     summary: 'Starts the whole cluster-dns stack on loopback, on the embedded demo cluster or a real one.',
     flags: demoFlags,
     shutdownDeadlineMs: 20_000,
-    start: async (values, { log }) => {
+    start: async (values, { log, signal }) => {
+      // The flags as typed, checked here: a child would name its own flag (--port for --dns-port).
+      await checkDemoValues(values);
       const children: Array<{ name: string; process: LaunchedProcess }> = [];
       // Children run in their own process groups: if this launcher dies, take them along.
       process.on('exit', () => {
         for (const c of children) c.process.child.kill('SIGKILL');
       });
+      watchParent(() => process.kill(process.pid, 'SIGTERM'));
       let kubeconfig = values.kubeconfig;
       let api: Awaited<ReturnType<typeof startApiServer>> | undefined;
+      let tempDir: string | undefined;
       if (!kubeconfig) {
         api = await startApiServer({ objects: await loadManifestFolder(values.manifests) });
-        kubeconfig = join(await mkdtemp(join(tmpdir(), 'cluster-dns-demo-')), 'kubeconfig');
+        tempDir = await mkdtemp(join(tmpdir(), 'cluster-dns-demo-'));
+        kubeconfig = join(tempDir, 'kubeconfig');
         await api.writeKubeconfig(kubeconfig);
         log.info('demo cluster serving', { url: api.url, kubeconfig, manifests: values.manifests });
       }
@@ -48,6 +54,7 @@ await runMain(
           onLine: prefixed(name),
           readyTimeoutMs: 90_000,
           ownProcessGroup: true,
+          signal,
         });
         children.push({ name, process: child });
         return child.ready as Record<string, unknown>;
@@ -58,6 +65,7 @@ await runMain(
           log.info('stopped', { process: child.name, exitCode: code });
         }
         await api?.close();
+        if (tempDir) await rm(tempDir, { recursive: true, force: true });
       };
       try {
         return await startStack();
@@ -67,6 +75,7 @@ await runMain(
       }
 
       async function startStack() {
+        signal.throwIfAborted();
         // The record-builder NOTIFYs the forwarder, which starts after it: its port is fixed first.
         const port = values['dns-port'] || (await freePort());
         const rb = await launch('record-builder', [
@@ -131,6 +140,7 @@ await runMain(
           ].join('\n'),
         );
         log.info('ready', {
+          pid: process.pid,
           dnsPort: port,
           recordBuilderPort: rbPort,
           healthzPort: rb.healthzPort,
@@ -146,3 +156,34 @@ await runMain(
   },
   nodeProcessHooks(),
 );
+
+/**
+ * Calls `onOrphaned` once when a process that started this one is gone: a process manager's
+ * SIGTERM to the README's command (`npx … demo`) stops npx and pnpm, but the shell between pnpm
+ * and this process survives them and passes nothing on. So the chain of ancestors (up to four,
+ * below init) is read at start from /proc, and any of them exiting or being reparented counts.
+ */
+function watchParent(onOrphaned: () => void): void {
+  const parentOf = (pid: number): number | undefined => {
+    try {
+      // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return undefined;
+    }
+  };
+  const chain: Array<[number, number | undefined]> = [];
+  for (let pid = process.ppid, depth = 0; pid > 1 && depth < 4; depth++) {
+    const parent = parentOf(pid);
+    chain.push([pid, parent]);
+    if (parent === undefined) break;
+    pid = parent;
+  }
+  const timer = setInterval(() => {
+    if (process.ppid === chain[0]?.[0] && chain.every(([pid, parent]) => parentOf(pid) === parent)) return;
+    clearInterval(timer);
+    onOrphaned();
+  }, 500);
+  timer.unref();
+}

@@ -28,6 +28,8 @@ export interface LaunchOptions {
    * stops the child once, with SIGTERM.
    */
   ownProcessGroup?: boolean;
+  /** Aborted: the child is sent SIGTERM, and a launch still waiting for its ready line rejects. */
+  signal?: AbortSignal;
 }
 
 export interface LaunchedProcess {
@@ -63,6 +65,7 @@ export async function launchProcess(options: LaunchOptions): Promise<LaunchedPro
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownProcessGroup ?? false,
   });
+  options.signal?.addEventListener('abort', () => child.kill('SIGTERM'), { once: true });
   const logs: LogLine[] = [];
   const stderr: string[] = [];
   const waiters = new Set<{ predicate: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
