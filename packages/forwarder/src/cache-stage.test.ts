@@ -13,7 +13,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { ReplyCache } from './cache.js';
 import { CacheStage } from './cache-stage.js';
-import type { ForwarderRequest } from './forward-stage.js';
+import { type ForwarderRequest, RESOLVED } from './forward-stage.js';
 import type { Resolved } from './resolution.js';
 import { askThrough, requestFor, resolvedAnswer, testRoute } from './test-chain.js';
 
@@ -51,7 +51,8 @@ function cacheUnderTest(options: { negativeCache?: boolean; pushed?: boolean; pr
     return answer(q.key, q.qtype).then((resolved) => {
       if (!resolved) return buildBareResponse(q, RCODE.SERVFAIL, { recursionAvailable: true });
       request.resolved = resolved;
-      return finishFromTemplate(resolved.wire, q, request.limitBytes);
+      // As the real forward stage: the cache asked to write the reply itself.
+      return request.repliesFromResolved ? RESOLVED : finishFromTemplate(resolved.wire, q, request.limitBytes);
     });
   };
   const ask = askThrough(chainStages<ForwarderRequest>([stage], forward));

@@ -191,13 +191,17 @@ export class CacheStage implements Stage<ForwarderRequest> {
     const q = request.query;
     // A zone change dropped while this was out may have been answered from the old state.
     const epoch = this.deps.push?.epochOf(q.key) ?? 0;
+    request.repliesFromResolved = true;
     const replied = next(request);
     if (!(replied instanceof Promise)) return replied;
     const outcome = replied
       .then((reply): Outcome => {
         const resolved = request.resolved;
-        const rcode = Buffer.isBuffer(reply) ? reply.readUInt16BE(2) & RCODE_MASK : RCODE.SERVFAIL;
-        if (!resolved) return { template: undefined, rcode };
+        if (!resolved)
+          return {
+            template: undefined,
+            rcode: Buffer.isBuffer(reply) ? reply.readUInt16BE(2) & RCODE_MASK : RCODE.SERVFAIL,
+          };
         // Pushed zones tell us when a name appears: their negative answers are safe to keep.
         const pushed = this.deps.push?.isPushed(q.key) ?? false;
         // A route may keep its own policy (node-local mode's per-block `cache`), or none at all.

@@ -1,7 +1,7 @@
 import { createSilentLogger } from '@cluster-dns/runtime';
 import { HEADER_BYTES, QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { ForwardStage } from './forward-stage.js';
+import { ForwardStage, RESOLVED } from './forward-stage.js';
 import { RouteBudget } from './route-budget.js';
 import { askThrough, requestFor } from './test-chain.js';
 import { fakeUpstreams, routesOf } from './test-upstreams.js';
@@ -50,6 +50,14 @@ function holdingUpstreams(held: (server: string) => boolean) {
 const rcodeOf = (reply: unknown) => (reply as Buffer).readUInt16BE(2) & 0xf;
 
 describe('the forward stage, without sockets', () => {
+  it('writes no reply of its own when the cache stage writes it from what it resolved', async () => {
+    const up = fakeUpstreams(() => ({ answers: [A('www.example.org.', '192.0.2.9')] }));
+    const { stage } = forwardUnderTest(up.options(), ['192.0.2.53']);
+    const request = { ...requestFor('www.example.org'), repliesFromResolved: true as const };
+    expect(await stage.serve(request)).toBe(RESOLVED);
+    expect(request.resolved?.scanned.rcode).toBe(RCODE.NOERROR);
+  });
+
   it('answers from the route’s server and leaves the normalised answer for the cache', async () => {
     const up = fakeUpstreams(() => ({ answers: [A('www.example.org.', '192.0.2.9')] }));
     const { stage } = forwardUnderTest(up.options(), ['192.0.2.53']);

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
@@ -19,7 +20,18 @@ export interface ForwarderRequest extends DnsRequest {
    * it: for the stages before, the cache, to keep. Unset when no upstream answered.
    */
   resolved?: Resolved;
+  /**
+   * Set by the cache stage: it writes the reply from `resolved` (for every asker of a shared
+   * question, with the TTLs it keeps), so the stages after it write none and return RESOLVED.
+   */
+  repliesFromResolved?: true;
 }
+
+/**
+ * What a stage after the cache returns when `resolved` is set and the cache writes the reply:
+ * nothing to read. A miss writes one reply, the cache's, as CoreDNS's cache writes the message.
+ */
+export const RESOLVED: Buffer = Buffer.alloc(0);
 
 export interface ForwardStageDeps {
   /** The routes in force now (a config reload swaps them). */
@@ -81,6 +93,7 @@ export class ForwardStage implements Stage<ForwarderRequest> {
     const asked = resolveQuestion(routes, route, question, forward).then(
       (resolved) => {
         request.resolved = resolved;
+        if (request.repliesFromResolved) return RESOLVED;
         return finishFromTemplate(resolved.wire, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
       },
       (error: unknown) => {

@@ -14,7 +14,7 @@ import {
   type Stage,
   scanResponse,
 } from '@cluster-dns/wire';
-import type { ForwarderRequest } from '../forward-stage.js';
+import { type ForwarderRequest, RESOLVED } from '../forward-stage.js';
 import { mapReply, type Rewritten, rewriteQuestion } from './name-rewrite.js';
 import type { ScopedRewrites } from './pod-plan.js';
 
@@ -70,6 +70,7 @@ export class RewriteStage implements Stage<ForwarderRequest> {
       if (resolved) {
         const wire = mapReply(resolved.wire, { name: q.key, qtype: q.qtype, qclass: q.qclass }, to);
         request.resolved = { wire, scanned: scanResponse(wire), route: resolved.route, fromNames: [to.name] };
+        if (request.repliesFromResolved) return RESOLVED;
         return finishFromTemplate(wire, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
       }
       // Answered on the way without an upstream (a hosts name, a refusal): its rcode, our question.
