@@ -13,7 +13,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { ReplyCache } from './cache.js';
 import { CacheStage } from './cache-stage.js';
-import { type ForwarderRequest, RESOLVED } from './forward-stage.js';
+import { type ForwarderRequest, RESOLVED } from './forwarder-request.js';
 import type { Resolved } from './resolution.js';
 import { askThrough, requestFor, resolvedAnswer, testRoute } from './test-chain.js';
 

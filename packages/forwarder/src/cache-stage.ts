@@ -24,7 +24,7 @@ import {
   type ReplyCache,
   toCachedReply,
 } from './cache.js';
-import type { ForwarderRequest } from './forward-stage.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import type { RouteKind } from './route-table.js';
 
 /** RFC 8767 §4: the TTL of a stale answer, the client response timer, and the failure recheck timer. */

@@ -1,7 +1,8 @@
 import { createSilentLogger } from '@cluster-dns/runtime';
 import { HEADER_BYTES, QTYPE, RCODE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { ForwardStage, RESOLVED } from './forward-stage.js';
+import { ForwardStage } from './forward-stage.js';
+import { RESOLVED } from './forwarder-request.js';
 import { RouteBudget } from './route-budget.js';
 import { askThrough, requestFor } from './test-chain.js';
 import { fakeUpstreams, routesOf } from './test-upstreams.js';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { CloseStack, FlagError, type Logger, listenHttp, sleep } from '@cluster-dns/runtime';
+import { FlagError, type Logger, ServerCore, sleep } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
   chainStages,
@@ -9,7 +9,6 @@ import {
   createUpstreamUdp,
   type DnsListener,
   type Fqdn,
-  listenDns,
   OPCODE,
   QCLASS,
   RCODE,
@@ -22,10 +21,10 @@ import { ChaosStage } from './chaos-stage.js';
 import type { StatsSnapshot } from './chaos-stats.js';
 import { createConfigReloader } from './config-reloader.js';
 import { type RawConfig, readConfigSources } from './config-source.js';
-import { HostsStage } from './corefile-mode/hosts-stage.js';
-import { RewriteStage } from './corefile-mode/rewrite-stage.js';
-import { type ForwarderRequest, ForwardStage } from './forward-stage.js';
+import { ForwardStage } from './forward-stage.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import { createHitLane } from './hit-lane.js';
+import { HostsStage } from './hosts-stage.js';
 import { ClientDoor } from './isolation/client-door.js';
 import { SubdomainGuardStage } from './isolation/subdomain-guard-stage.js';
 import { createLoopDetector } from './loop-detect.js';
@@ -34,9 +33,11 @@ import { createForwarderMetrics } from './metrics.js';
 import { NotifyStage } from './notify-stage.js';
 import type { ForwarderOptions } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
+import { RewriteStage } from './rewrite-stage.js';
 import { RouteBudget } from './route-budget.js';
 import { type RouteSources, serverText } from './route-table.js';
 import { createSelfCheck } from './self-address.js';
+import type { Serving } from './serving.js';
 import { TransferRelayStage } from './transfer-relay-stage.js';
 import { UpstreamStats } from './upstream-stats.js';
 import type { WorkerPeers } from './workers/worker-peers.js';
@@ -65,20 +66,7 @@ export interface ForwarderDeps {
   peers?: WorkerPeers;
 }
 
-/** Where a started forwarder listens (port 0 in tests picks free ones). */
-export interface ForwarderStarted {
-  port: number;
-  addresses: string[];
-  /** 0 when another serves /metrics (a worker's). */
-  metricsPort: number;
-  /** Node-local mode's NOTIFY port (-notify-listen-address), if any. */
-  notifyPort?: number;
-}
-
-export interface Forwarder {
-  start(): Promise<ForwarderStarted>;
-  /** Lameduck (still answering), then drain: every query in flight is answered before the sockets close. */
-  shutdown(): Promise<void>;
+export interface Forwarder extends Serving {
   /** Re-reads --config-dir and --resolv-file now (the poll does this on its own). */
   reloadConfig(): Promise<void>;
   /** The cache stage's counts: hits, misses, coalesced … */
@@ -104,7 +92,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const { log } = deps;
   const now = deps.now ?? monotonicMs;
   const registry = new Registry();
-  const closers = new CloseStack();
+  // The forwarder has no readiness of its own: its lameduck is always waited out.
+  const server = new ServerCore({ log, lameduckMs: options.lameduckMs, lameduck: 'always' });
+  const { closers } = server;
   const listeners: DnsListener[] = [];
   const rejected: Partial<Record<Rejection, number>> = {};
   const boundPort = () => (options.port !== 0 ? options.port : (listeners[0]?.port ?? 0));
@@ -218,13 +208,14 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     (request) => forward.serve(request),
   );
 
-  const server = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
-  const queries = new ServerQueryCounts(() => ({ server: server(), zone: '.' }));
+  /** CoreDNS's `server` label. */
+  const serverLabel = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
+  const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
   createForwarderMetrics(registry, {
     // With workers, the process's own metrics come once, from the main thread.
     processMetrics: !deps.peers,
     ...(deps.peers ? { worker: String(deps.peers.index) } : {}),
-    server,
+    server: serverLabel,
     queries,
     cache,
     cacheStage,
@@ -290,7 +281,6 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     ? undefined
     : createHitLane({ cacheStage, queries, udpPayloadBytes: options.ednsPacketMax, bypass: loops.outstanding });
 
-  let draining = false;
   return {
     counters: cacheStage.counts,
     rejected,
@@ -309,38 +299,44 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
             throw new FlagError('--server', serverText(server), 'a server other than this forwarder itself');
       await config.reload();
       for (const host of options.listenAddresses) {
-        const listener = await listenDns({
-          host,
-          port: listeners[0]?.port ?? options.port,
-          flags: options.listenFlags ?? '--listen-address, --port',
-          handler,
-          express,
-          tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
-          maxTcpConnections: options.maxTcpConnections,
-          maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
-          ...options.tcpBackpressure,
-          door,
-          shedAfterMs: isolation.shedAfterMs,
-          reusePort: options.reusePort,
-          onHandlerError: (error) => log.debug('send failed', { err: error }),
-        });
-        listeners.push(listener);
         // Drain: every upstream question in flight ends by --forward-deadline at the latest.
-        closers.push(`dns ${host}`, () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
+        const listener = await server.listenDns(
+          `dns ${host}`,
+          {
+            host,
+            port: listeners[0]?.port ?? options.port,
+            flags: options.listenFlags ?? '--listen-address, --port',
+            handler,
+            express,
+            tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
+            maxTcpConnections: options.maxTcpConnections,
+            maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+            ...options.tcpBackpressure,
+            door,
+            shedAfterMs: isolation.shedAfterMs,
+            reusePort: options.reusePort,
+            onHandlerError: (error) => log.debug('send failed', { err: error }),
+          },
+          options.forwardDeadlineMs + 500,
+        );
+        listeners.push(listener);
       }
       let notifyPort: number | undefined;
       if (options.notifyListen) {
         const { host, port } = options.notifyListen;
-        const listener = await listenDns({
-          host,
-          port,
-          flags: '-notify-listen-address',
-          handler: notifyOnly,
-          reusePort: options.reusePort,
-          maxTcpConnections: 100,
-        });
+        const listener = await server.listenDns(
+          'notify',
+          {
+            host,
+            port,
+            flags: '-notify-listen-address',
+            handler: notifyOnly,
+            reusePort: options.reusePort,
+            maxTcpConnections: 100,
+          },
+          options.forwardDeadlineMs + 500,
+        );
         notifyPort = listener.port;
-        closers.push('notify', () => listener.close({ deadlineMs: options.forwardDeadlineMs + 500 }));
       }
       // The guard's holds run out on their own; this logs each clearing when it happens.
       const guardSweep = setInterval(() => guard.heldParents(), 1000);
@@ -356,7 +352,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       }
       let metricsPort = 0;
       if (!deps.peers) {
-        const metricsHttp = await listenHttp(
+        const metricsHttp = await server.listenHttp(
+          'metrics',
           options.metricsAddress,
           options.metricsPort,
           {
@@ -369,7 +366,6 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           { flags: '--metrics-address, --metrics-port', reusePort: options.reusePort },
         );
         metricsPort = metricsHttp.port;
-        closers.push('metrics', () => metricsHttp.close());
       }
       if (options.loopDetect) await loops.check(config.routes().servers());
       const port = listeners[0]?.port ?? 0;
@@ -390,14 +386,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       };
     },
     async shutdown() {
-      if (!draining) {
-        draining = true;
-        log.info('lameduck: still answering', { lameduckMs: options.lameduckMs });
-        await sleep(options.lameduckMs);
-      }
       // Listeners stop reading, send what is in flight, then close; the upstream sockets go last,
       // since the answers in flight still wait on them.
-      await closers.close(log);
+      await server.shutdown();
       await Promise.race([forward.settled(), sleep(options.forwardDeadlineMs)]);
       upstreamUdp.close();
       upstreamTcp.close();

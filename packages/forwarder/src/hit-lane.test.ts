@@ -17,7 +17,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { cacheKeyOf, ReplyCache, toCachedReply } from './cache.js';
 import { CacheStage } from './cache-stage.js';
-import type { ForwarderRequest } from './forward-stage.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import { createHitLane } from './hit-lane.js';
 import { ServerQueryCounts } from './query-counts.js';
 import { testRoute } from './test-chain.js';

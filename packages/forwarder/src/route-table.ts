@@ -1,8 +1,8 @@
 import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
 import type { RouteCache } from './cache-policy.js';
-import type { HostsTable } from './corefile-mode/hosts-table.js';
-import type { ScopedRewrites } from './corefile-mode/pod-plan.js';
+import type { HostsTable } from './plugins/hosts-table.js';
+import type { ScopedRewrites } from './plugins/name-rewrite.js';
 import type { ServerPolicy, ServerRule } from './server-flag.js';
 
 /** A Corefile's plugins beside its routes (Corefile mode): what the rewrite and hosts stages read. */

@@ -13,7 +13,7 @@ import {
   type QueryContext,
   scanResponse,
 } from '@cluster-dns/wire';
-import type { ForwarderRequest } from './forward-stage.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import type { Resolved } from './resolution.js';
 import type { Route } from './route-table.js';
 

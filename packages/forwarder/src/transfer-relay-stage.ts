@@ -12,7 +12,7 @@ import {
   TransferEnd,
   transferTcp,
 } from '@cluster-dns/wire';
-import type { ForwarderRequest } from './forward-stage.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import type { RouteTable } from './route-table.js';
 import type { ZoneSync } from './zone-sync.js';
 

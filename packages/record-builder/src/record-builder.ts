@@ -1,5 +1,5 @@
-import { CloseStack, type Logger, listenHttp, parseKubeDnsConfig, readConfigDir, sleep } from '@cluster-dns/runtime';
-import { createQueryPipeline, type DnsListener, exchangeRaw, type Fqdn, listenDns } from '@cluster-dns/wire';
+import { type Logger, parseKubeDnsConfig, readConfigDir, ServerCore } from '@cluster-dns/runtime';
+import { createQueryPipeline, type DnsListener, exchangeRaw, type Fqdn } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import type { ZoneView } from './answer-builder.js';
 import { createAnswerLane } from './answer-lane.js';
@@ -61,9 +61,8 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   const { log } = deps;
   const registry = deps.registry ?? new Registry();
   const metrics = createRecordBuilderMetrics(registry);
-  const closers = new CloseStack();
-  let ready = false;
-  let draining = false;
+  const server = new ServerCore({ log, lameduckMs: options.lameduckMs, lameduck: 'untilReady' });
+  const { closers } = server;
   let markReady: () => void = () => {};
   const readyPromise = new Promise<void>((resolve) => {
     markReady = resolve;
@@ -98,7 +97,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   const notifyHosts = [...options.notify, ...options.notifyNodeCaches].map((t) => t.host);
   const responder = createResponder({
     view,
-    isReady: () => ready,
+    isReady: () => server.answering,
     transferAllowed: (address) => {
       const plain = address.replace(/^::ffff:/, '');
       return options.transferTo.includes(plain) || notifyHosts.includes(plain);
@@ -137,7 +136,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
   state.onChange((owners, zones) => {
     if (shard && owners.includes(dnsServiceKey)) replicasChanged();
     responder.invalidate(owners);
-    if (!ready) return;
+    if (!server.answering) return;
     const at = Date.now();
     // Only the zones that changed: most churn (endpoints of ClusterIP Services) is the cluster
     // zone's alone, a third of the NOTIFYs and fetches of notifying all three.
@@ -201,7 +200,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     });
     if (state.journal) metrics.journal({ bytes: state.journal.sizeBytes, changes: state.journal.size });
     if (shard) metrics.nodeCaches(shard.counts());
-    metrics.ready(ready && !draining);
+    metrics.ready(server.isReady());
     return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
   };
 
@@ -218,7 +217,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     });
     await Promise.race([feed.whenSynced(), timedOut, shutdownStarted]);
     clearTimeout(timer);
-    if (draining) return;
+    if (server.draining) return;
     const synced = feed.allSynced();
     if (!synced) {
       log.warn('initial sync timed out; serving what is known', {
@@ -231,7 +230,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     // steady RSS (full-gc.ts). The worker's runs on its own thread meanwhile.
     fullGc();
     void feed.gc();
-    ready = true;
+    server.markReady();
     log.info('ready', { ...ports, services: state.serviceCount, endpoints: state.endpointCount, synced });
     markReady();
     if (nodeCacheNotifier) {
@@ -246,35 +245,38 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
 
   return {
     state,
-    isReady: () => ready && !draining,
+    isReady: () => server.isReady(),
     whenReady: () => readyPromise,
     async start() {
       await warnAboutConfigDir(options.configDir, log);
-      const dns: DnsListener = await listenDns({
-        host: options.dnsHost,
-        port: options.dnsPort,
-        flags: '--dns-bind-address, --dns-port',
-        handler,
-        express: createAnswerLane({
-          cache: responder.cache,
-          isReady: () => ready,
-          udpPayloadBytes: options.ednsPacketMax,
-          count: metrics.countAnswered,
-        }),
-        maxTcpConnections: options.maxTcpConnections,
-        maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
-        tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
-        ...options.tcpBackpressure,
-        onHandlerError: (error) => log.debug('send failed', { err: error }),
-      });
+      const dns: DnsListener = await server.listenDns(
+        'dns',
+        {
+          host: options.dnsHost,
+          port: options.dnsPort,
+          flags: '--dns-bind-address, --dns-port',
+          handler,
+          express: createAnswerLane({
+            cache: responder.cache,
+            isReady: () => server.answering,
+            udpPayloadBytes: options.ednsPacketMax,
+            count: metrics.countAnswered,
+          }),
+          maxTcpConnections: options.maxTcpConnections,
+          maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+          tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
+          ...options.tcpBackpressure,
+          onHandlerError: (error) => log.debug('send failed', { err: error }),
+        },
+        2000,
+      );
       metrics.tcpFrom(dns);
-      closers.push('dns', () => dns.close({ deadlineMs: 2000 }));
-      const healthz = await listenHttp(
+      const healthz = await server.listenHttp(
+        'healthz',
         options.healthzHost,
         options.healthzPort,
         {
-          '/readiness': () =>
-            ready && !draining ? { status: 200, body: 'ok\n' } : { status: 503, body: 'not ready\n' },
+          '/readiness': () => (server.isReady() ? { status: 200, body: 'ok\n' } : { status: 503, body: 'not ready\n' }),
           '/healthz': () => ({ status: 200, body: 'ok\n' }),
           '/cache': (_req, url) => ({
             status: 200,
@@ -296,28 +298,27 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
         },
         { flags: '--healthz-bind-address, --healthz-port' },
       );
-      closers.push('healthz', () => healthz.close());
       // Corefile mode's ready, as CoreDNS's: 200 OK once the cluster's records are in, 503 before
       // and from SIGTERM on (the lameduck).
       const readyAddress = options.readyAddress;
       if (readyAddress) {
-        const readyHttp = await listenHttp(
+        await server.listenHttp(
+          'ready',
           readyAddress.host,
           readyAddress.port,
           {
-            '/ready': () => (ready && !draining ? { status: 200, body: 'OK' } : { status: 503, body: 'kubernetes\n' }),
+            '/ready': () => (server.isReady() ? { status: 200, body: 'OK' } : { status: 503, body: 'kubernetes\n' }),
           },
           { flags: 'the Corefile’s ready' },
         );
-        closers.push('ready', () => readyHttp.close());
       }
-      const metricsHttp = await listenHttp(
+      const metricsHttp = await server.listenHttp(
+        'metrics',
         options.healthzHost,
         options.metricsPort,
         { '/metrics': metricsBody },
         { flags: '--healthz-bind-address, --metrics-port' },
       );
-      closers.push('metrics', () => metricsHttp.close());
       const ports = { dnsPort: dns.port, healthzPort: healthz.port, metricsPort: metricsHttp.port };
       log.info('listening', {
         ...ports,
@@ -332,15 +333,9 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       return ports;
     },
     async shutdown() {
-      if (draining) return closers.close(log);
-      draining = true;
       stopWaiting();
-      // Never ready, never in the Service's endpoints: no traffic to wait out.
-      if (ready) {
-        log.info('lameduck: readiness failing, still answering', { lameduckMs: options.lameduckMs });
-        await sleep(options.lameduckMs);
-      }
-      await closers.close(log);
+      // Never ready, never in the Service's endpoints: no traffic to wait out (ServerCore's untilReady).
+      await server.shutdown();
     },
   };
 }

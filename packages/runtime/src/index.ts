@@ -45,3 +45,4 @@ export {
   registerHistogram,
   typeIndexOf,
 } from './query-stats.js';
+export { ServerCore, type ServerCoreOptions } from './server/server-core.js';

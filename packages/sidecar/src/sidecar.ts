@@ -1,4 +1,4 @@
-import { CloseStack, type Logger, listenHttp } from '@cluster-dns/runtime';
+import { type Logger, ServerCore } from '@cluster-dns/runtime';
 import { Registry } from 'prom-client';
 import { type RunningProbe, startProbe } from './dns-probe.js';
 import { startDnsmasqPoller } from './dnsmasq-stats.js';
@@ -16,7 +16,9 @@ export interface Sidecar {
 export function createSidecar(options: SidecarOptions, deps: { log: Logger; random?: () => number }): Sidecar {
   const registry = new Registry();
   const metrics = createSidecarMetrics(registry, options.namespace, options.probes);
-  const closers = new CloseStack();
+  // No DNS listener and no readiness of its own: nothing to wait out at shutdown.
+  const server = new ServerCore({ log: deps.log, lameduckMs: 0, lameduck: 'always' });
+  const { closers } = server;
   const probes: RunningProbe[] = [];
   return {
     probes,
@@ -35,14 +37,14 @@ export function createSidecar(options: SidecarOptions, deps: { log: Logger; rand
       closers.push('dnsmasq poll', () => poller.stop());
       const app = createHttpApp({ probes, registry, metricsPath: options.metricsPath });
       // Closed first (reverse order), draining: a scrape or kubelet probe in flight still gets its answer.
-      const http = await listenHttp(options.httpHost, options.httpPort, app, {
+      const http = await server.listenHttp('http', options.httpHost, options.httpPort, app, {
         flags: '--prometheus-addr, --prometheus-port',
+        drainMs: 2000,
       });
-      closers.push('http', () => http.close({ deadlineMs: 2000 }));
       const port = http.port;
       deps.log.info('ready', { port, probes: options.probes.map((p) => p.label), metricsPath: options.metricsPath });
       return { port };
     },
-    shutdown: () => closers.close(deps.log),
+    shutdown: () => server.shutdown(),
   };
 }

@@ -1,21 +1,21 @@
 import { readFile } from 'node:fs/promises';
 import {
-  CloseStack,
   ConfigError,
   type FlagValues,
   type HostPort,
   type Logger,
-  listenHttp,
   parseHostPort,
   parseHostsText,
   readCorefile,
+  ServerCore,
 } from '@cluster-dns/runtime';
 import type { RawConfig } from '../config-source.js';
-import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
+import { createForwarder, type ForwarderDeps } from '../forwarder.js';
 import { type ForwarderOptions, type forwarderFlags, toForwarderOptions } from '../options.js';
+import { HostsTable } from '../plugins/hosts-table.js';
 import type { RouteSources } from '../route-table.js';
+import type { Serving } from '../serving.js';
 import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
-import { HostsTable } from './hosts-table.js';
 import { type PodPlan, planPod } from './pod-plan.js';
 
 /** The forwarder of Corefile mode, as the main thread and each worker (--workers) build it. */
@@ -122,7 +122,6 @@ export async function corefileForwarder(
 }
 
 /** What runs the DNS side: one forwarder in this thread, or a pool of workers. */
-type Serving = Pick<Forwarder, 'start' | 'shutdown'>;
 
 /**
  * Corefile mode's process: the forwarder (or --workers of them) and the Corefile's `health`
@@ -151,29 +150,30 @@ export async function startCorefileForwarder(
           log,
         })
       : createForwarder(options, { log, config });
-  const closers = new CloseStack();
-  // Health first: a failed bind leaves nothing to undo, and CoreDNS's /health answers from the start too.
+  // Health on a server core of its own (the forwarder's lameduck is the forwarder's). First: a
+  // failed bind leaves nothing to undo, and CoreDNS's /health answers from the start too.
+  const server = new ServerCore({ log, lameduckMs: 0, lameduck: 'always' });
   if (plan.health) {
-    const health = await listenHttp(
+    await server.listenHttp(
+      'health',
       plan.health.host,
       plan.health.port,
       { '/health': () => ({ status: 200, body: 'OK' }) },
       { flags: 'the Corefile’s health' },
     );
-    closers.push('health', () => health.close());
   }
   try {
     await forwarder.start();
   } catch (error) {
     // The forwarder closed what it had bound; the health listener goes too.
-    await closers.close(log);
+    await server.shutdown();
     throw error;
   }
   return {
     async shutdown() {
       // Lameduck and drain first, /health still answering, as CoreDNS's health does.
       await forwarder.shutdown();
-      await closers.close(log);
+      await server.shutdown();
     },
   };
 }

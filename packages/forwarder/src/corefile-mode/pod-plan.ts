@@ -1,26 +1,10 @@
-import {
-  type CacheConfig,
-  CorefileError,
-  type HostPort,
-  type HostsConfig,
-  type RewriteRule,
-  type ServerConfig,
-} from '@cluster-dns/runtime';
+import { type CacheConfig, CorefileError, type HostPort, type ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
 import type { CachePolicy, RouteCache } from '../cache-policy.js';
 import { routeCacheOf } from '../node-local/node-local-plan.js';
+import type { ScopedHosts } from '../plugins/hosts-table.js';
+import type { ScopedRewrites } from '../plugins/name-rewrite.js';
 import type { ServerPolicy, ServerRule } from '../server-flag.js';
-
-/** The rewrite rules of one server block: they apply to the names that block serves. */
-export interface ScopedRewrites {
-  readonly zones: readonly Fqdn[];
-  readonly rules: readonly RewriteRule[];
-}
-
-/** One block's `hosts`, its zones filled in. */
-export interface ScopedHosts extends Omit<HostsConfig, 'zones'> {
-  readonly zones: readonly Fqdn[];
-}
 
 /** The forwarder's side of a CoreDNS Pod's Corefile: listeners, routes, cache, and the plugins it runs. */
 export interface PodPlan {

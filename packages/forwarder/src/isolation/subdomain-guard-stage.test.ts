@@ -2,7 +2,7 @@ import type { Buffer } from 'node:buffer';
 import { createSilentLogger } from '@cluster-dns/runtime';
 import { buildBareResponse, RCODE, toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import type { ForwarderRequest } from '../forward-stage.js';
+import type { ForwarderRequest } from '../forwarder-request.js';
 import { requestFor, resolvedAnswer } from '../test-chain.js';
 import { routesOf } from '../test-upstreams.js';
 import { registrableDomainOf, ZoneCuts } from './parent-domain.js';

@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
 import { buildBareResponse, type Fqdn, type Next, RCODE, RCODE_MASK, type Reply, type Stage } from '@cluster-dns/wire';
-import type { ForwarderRequest } from '../forward-stage.js';
+import type { ForwarderRequest } from '../forwarder-request.js';
 import type { RouteTable } from '../route-table.js';
 import { ZoneCuts } from './parent-domain.js';
 

@@ -2,24 +2,24 @@ import { existsSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import {
-  CloseStack,
   ConfigError,
   type HostPort,
   type Logger,
   labelledFrom,
-  listenHttp,
   parseKubeDnsConfig,
   readCorefile,
+  ServerCore,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import type { RawConfig } from '../config-source.js';
 import { readConfigSources } from '../config-source.js';
-import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
+import { createForwarder, type ForwarderDeps } from '../forwarder.js';
 import { toIsolationOptions } from '../isolation/isolation-flags.js';
 import type { ForwarderOptions } from '../options.js';
 import type { RouteSources } from '../route-table.js';
+import type { Serving } from '../serving.js';
 import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
@@ -202,7 +202,6 @@ export async function nodeCacheForwarder(
 }
 
 /** What runs the DNS side: one forwarder in this thread, or a pool of workers. */
-type Serving = Pick<Forwarder, 'start' | 'shutdown'>;
 
 /** -workers: as given, or (0) one per core where SO_REUSEPORT works, as CoreDNS's multisocket does. */
 function workersOf(values: NodeCacheValues): number {
@@ -243,7 +242,10 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     for (const e of errors) setupErrors.set(e, (setupErrors.get(e) ?? 0) + 1);
   };
 
-  const closers = new CloseStack();
+  // The node cache's own endpoints (health, setup metrics) and what it holds (the sync, the pidfile)
+  // on a server core of their own: the forwarder's lameduck is its own, so none waits here.
+  const server = new ServerCore({ log, lameduckMs: 0, lameduck: 'always' });
+  const { closers } = server;
   // Ours are closed by then: a bind that fails means a newer instance took over (SO_REUSEPORT).
   const anotherServes = async () => {
     for (const ip of plan.listenAddresses) if (await udpPortInUse(ip, plan.port)) return true;
@@ -272,14 +274,14 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
 
     let healthPort: number | undefined;
     if (plan.health) {
-      const health = await listenHttp(
+      const health = await server.listenHttp(
+        'health',
         plan.health.host,
         plan.health.port,
         { '/health': () => ({ status: 200, body: 'OK' }) },
         { flags: 'the Corefile’s health', reusePort: options.reusePort },
       );
       healthPort = health.port;
-      closers.push('health', () => health.close());
     }
     const registry = new Registry();
     labelledFrom(
@@ -290,19 +292,20 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
       () => [...setupErrors].map(([errortype, n]): [Record<string, string>, number] => [{ errortype }, n]),
     );
     const setupAddress = values['metrics-listen-address'];
-    const setupMetrics = await listenHttp(
+    const setupMetrics = await server.listenHttp(
+      'setup metrics',
       setupAddress.host,
       setupAddress.port,
       { '/metrics': async () => ({ status: 200, body: await registry.metrics(), contentType: registry.contentType }) },
       { flags: '-metrics-listen-address', reusePort: options.reusePort },
     );
-    closers.push('setup metrics', () => setupMetrics.close());
 
     count((await plumbing.ensureRules()).errors);
     const tick = setInterval(() => {
       void plumbing.sync().then((report) => count(report.errors));
     }, values.syncinterval);
     tick.unref();
+    closers.push('sync', () => clearInterval(tick));
     if (values.pidfile !== '') {
       await writeFile(values.pidfile, `${process.pid}\n`);
       const pidfile = values.pidfile;
@@ -327,9 +330,8 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
       async shutdown() {
         // The forwarder's lameduck and drain first, health still answering; the rules go only
         // once nothing answers.
-        clearInterval(tick);
         await running.shutdown();
-        await closers.close(log);
+        await server.shutdown();
         if (values.skipteardown) log.info('leaving the interface and rules in place (-skipteardown)');
         else if (await anotherServes())
           log.info('another instance serves the local IPs: leaving the interface and rules to it');
@@ -337,7 +339,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
       },
     };
   } catch (error) {
-    await closers.close(log);
+    await server.shutdown();
     await forwarder?.shutdown().catch(() => undefined);
     // A start that failed (its port held by an instance without SO_REUSEPORT) leaves that one's setup.
     if (!values.skipteardown && !(await anotherServes())) await plumbing.teardown();

@@ -7,11 +7,11 @@ import {
   FlagError,
   gaugeFrom,
   type Logger,
-  listenHttp,
+  ServerCore,
 } from '@cluster-dns/runtime';
 import { reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
-import type { ForwarderStarted } from '../forwarder.js';
+import type { ForwarderStarted } from '../serving.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 
@@ -180,7 +180,8 @@ export function createWorkerPool(options: {
       worker.postMessage({ t: 'metrics', id } satisfies ToWorker);
     });
 
-  let closeHttp: (() => Promise<void>) | undefined;
+  // The pool's /metrics on a server core: the workers, each a forwarder, have their own.
+  const server = new ServerCore({ log, lameduckMs: 0, lameduck: 'always' });
   return {
     async start() {
       try {
@@ -192,7 +193,8 @@ export function createWorkerPool(options: {
         await Promise.all(workers.map((w) => w?.terminate()));
         throw error;
       }
-      const http = await listenHttp(
+      const http = await server.listenHttp(
+        'metrics',
         options.metrics.address,
         options.metrics.port,
         {
@@ -221,7 +223,6 @@ export function createWorkerPool(options: {
         },
         { flags: options.metrics.flags, reusePort: options.reusePort },
       );
-      closeHttp = () => http.close();
       const started = {
         port,
         addresses: [...options.addresses],
@@ -243,7 +244,7 @@ export function createWorkerPool(options: {
             }),
         ),
       );
-      await closeHttp?.();
+      await server.shutdown();
     },
   };
 }

@@ -9,10 +9,10 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import type { ForwarderRequest } from '../forward-stage.js';
-import { askThrough, testRoute } from '../test-chain.js';
-import { rewriteQuestion } from './name-rewrite.js';
+import type { ForwarderRequest } from './forwarder-request.js';
+import { rewriteQuestion } from './plugins/name-rewrite.js';
 import { RewriteStage } from './rewrite-stage.js';
+import { askThrough, testRoute } from './test-chain.js';
 
 const rules = (...lines: string[]) =>
   readCorefile(`.:53 {\n${lines.join('\n')}\n forward . 192.0.2.53\n}`, { mode: 'pod' })[0]?.rewrite ?? [];

@@ -8,8 +8,8 @@ import {
   type Reply,
   type Stage,
 } from '@cluster-dns/wire';
-import type { ForwarderRequest } from '../forward-stage.js';
-import type { HostsTable } from './hosts-table.js';
+import type { ForwarderRequest } from './forwarder-request.js';
+import type { HostsTable } from './plugins/hosts-table.js';
 
 /**
  * A Corefile's `hosts`: names of its table answered here (AA, its TTL), A, AAAA and PTR. A name

@@ -1,10 +1,10 @@
 import { parseHostsText, readCorefile } from '@cluster-dns/runtime';
 import { buildBareResponse, chainStages, QTYPE, RCODE, toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import type { ForwarderRequest } from '../forward-stage.js';
-import { askThrough } from '../test-chain.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import { HostsStage } from './hosts-stage.js';
-import { HostsTable } from './hosts-table.js';
+import { HostsTable } from './plugins/hosts-table.js';
+import { askThrough } from './test-chain.js';
 
 const FILE = `# a comment
 127.0.0.1 localhost

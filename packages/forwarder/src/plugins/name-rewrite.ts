@@ -15,6 +15,12 @@ import {
 type NameMap = (name: string) => string;
 
 /** What the rules made of a question, and how to map its answer back. */
+/** The rewrite rules of one server block: they apply to the names that block serves. */
+export interface ScopedRewrites {
+  readonly zones: readonly Fqdn[];
+  readonly rules: readonly RewriteRule[];
+}
+
 export interface Rewritten {
   readonly name: Fqdn;
   readonly qtype: number;

@@ -1,7 +1,11 @@
 import { isIP } from 'node:net';
-import type { HostsEntry } from '@cluster-dns/runtime';
+import type { HostsConfig, HostsEntry } from '@cluster-dns/runtime';
 import { canonicalIpv6, type Fqdn, isInZone, QCLASS, QTYPE, type Rr, reverseNameOf } from '@cluster-dns/wire';
-import type { ScopedHosts } from './pod-plan.js';
+
+/** One block's `hosts`, its zones filled in. */
+export interface ScopedHosts extends Omit<HostsConfig, 'zones'> {
+  readonly zones: readonly Fqdn[];
+}
 
 /** What a hosts table says of a question: these records, the name with other types only, or nothing. */
 export type HostsAnswer = { readonly records: readonly Rr[] } | 'nodata' | 'absent';

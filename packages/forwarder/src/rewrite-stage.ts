@@ -14,9 +14,8 @@ import {
   type Stage,
   scanResponse,
 } from '@cluster-dns/wire';
-import { type ForwarderRequest, RESOLVED } from '../forward-stage.js';
-import { mapReply, type Rewritten, rewriteQuestion } from './name-rewrite.js';
-import type { ScopedRewrites } from './pod-plan.js';
+import { type ForwarderRequest, RESOLVED } from './forwarder-request.js';
+import { mapReply, type Rewritten, rewriteQuestion, type ScopedRewrites } from './plugins/name-rewrite.js';
 
 /** The question as the rules made it, as a query the stages after this one read like any other. */
 function rewrittenQuery(request: DnsRequest, to: Rewritten): DnsRequest['query'] {
