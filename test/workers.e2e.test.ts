@@ -1,5 +1,6 @@
 import dgram from 'node:dgram';
-import { fixtures, node22Binary, waitFor } from '@cluster-dns/testkit';
+import { fileURLToPath } from 'node:url';
+import { fixtures, launchProcess, node22Binary, runCommand, waitFor } from '@cluster-dns/testkit';
 import { buildQueryMessage, decodeMessage, encodeMessage, QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { baseCluster, startStack } from './support/stack.js';
@@ -119,4 +120,30 @@ describe.skipIf('unavailable' in node22)('forwarder --workers=2 (Node 22, SO_REU
 
     expect(await stack.fw.stop('SIGTERM')).toBe(0);
   });
+
+  it('starts its workers from the image’s bundle too, where every module is inlined into the entry', async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const bundled = await runCommand(process.execPath, [`${root}/docker/bundle.mjs`], { timeoutMs: 120_000 });
+    expect(bundled.status, bundled.stderr).toBe(0);
+    const fw = await launchProcess({
+      script: `${root}/packages/forwarder/bundle/main.js`,
+      nodeBinary: 'path' in node22 ? node22.path : undefined,
+      args: [
+        '--workers=2',
+        '--listen-address=127.0.0.1',
+        '--port=0',
+        '--no-resolv',
+        '--server=127.0.0.1#1',
+        '--metrics-address=127.0.0.1',
+        '--metrics-port=0',
+        '--lameduck=0s',
+      ],
+    });
+    cleanups.push(() => fw.stop());
+    expect(fw.ready.workers).toBe(2);
+    const hits = await queryDns({ host: '127.0.0.1', port: fw.ready.port as number }, 'hits.bind', QTYPE.TXT, {
+      qclass: QCLASS.CH,
+    });
+    expect(hits.answers).toHaveLength(1);
+  }, 150_000);
 });

@@ -1,0 +1,7 @@
+/**
+ * The worker threads' entry (forwarder-worker.ts), found from this file: it sits in the same
+ * folder as the entry points, both in dist/ and in the image's bundle, where this module is
+ * inlined into main.js and node-cache-main.js. A URL made in workers/ would point one folder up
+ * from the bundle.
+ */
+export const WORKER_SCRIPT = new URL('./forwarder-worker.js', import.meta.url);
