@@ -12,7 +12,7 @@ import {
 import { reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import type { ForwarderStarted } from '../serving.js';
-import { WORKER_SCRIPT } from '../worker-script.js';
+import { WORKER_SCRIPTS } from '../worker-script.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 
@@ -119,7 +119,7 @@ export function createWorkerPool(options: {
         notifyPort,
         channel,
       };
-      const worker = new Worker(options.workerScript ?? WORKER_SCRIPT, {
+      const worker = new Worker(options.workerScript ?? WORKER_SCRIPTS[options.kind], {
         workerData: data,
       });
       let ready = false;

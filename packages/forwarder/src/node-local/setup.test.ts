@@ -8,8 +8,8 @@ import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createConfigReloader } from '../config-reloader.js';
 import { readConfigSources } from '../config-source.js';
-import { nodeCacheForwarder } from './node-cache.js';
 import { nodeCacheFlags } from './node-cache-options.js';
+import { nodeCacheForwarder } from './setup.js';
 
 const root = fileURLToPath(new URL('../../../..', import.meta.url));
 

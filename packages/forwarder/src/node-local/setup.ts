@@ -1,0 +1,176 @@
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import {
+  ConfigError,
+  type HostPort,
+  type Logger,
+  parseKubeDnsConfig,
+  readCorefile,
+  toTcpBackpressure,
+} from '@cluster-dns/runtime';
+import { reusePortSupported } from '@cluster-dns/wire';
+import type { RawConfig } from '../config-source.js';
+import { readConfigSources } from '../config-source.js';
+import type { ForwarderDeps } from '../forwarder.js';
+import { toIsolationOptions } from '../isolation/isolation-flags.js';
+import type { ForwarderOptions } from '../options.js';
+import type { RouteSources } from '../route-table.js';
+import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
+import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
+import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
+
+// Node-local mode's setup, as CoreDNS's setup.go builds a plugin: node-cache's flags and the
+// Corefile they name are read (parse), then the forwarder's options and routes are made from them
+// (build). The main thread and each worker (node-cache-worker.ts) build the same forwarder here.
+
+/** The forwarder's routes from a rendered plan: zones as rules, the `.` block as the default route. */
+function sourcesOf(
+  plan: NodeLocalPlan,
+  raw: RawConfig,
+  resolvFile: string,
+  clientLimits: RouteSources['clientLimits'],
+): RouteSources {
+  const root = plan.root;
+  const rootServers = root && Array.isArray(root.servers) ? (root.servers as readonly HostPort[]) : undefined;
+  if (root && !rootServers) {
+    const named = (root.servers as { resolvFile: string }).resolvFile;
+    if (named !== resolvFile)
+      throw new ConfigError('Corefile', `forward . ${named}: only ${resolvFile} (-resolv-file) is read for upstreams`);
+  }
+  return {
+    rules: [...plan.rules, ...(rootServers ? [{ domains: [], servers: rootServers }] : [])],
+    // Already blocks of the rendered Corefile, as node-cache makes them.
+    stubDomains: new Map(),
+    upstreamNameservers: [],
+    resolvConf: root && !rootServers ? raw.resolvConf : [],
+    upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off', policy: root?.policy ?? 'random' },
+    clientLimits,
+  };
+}
+
+/** The forwarder of node-local mode, as the main thread and each worker (--workers) build it. */
+export interface NodeCacheForwarder {
+  plan: NodeLocalPlan;
+  options: ForwarderOptions;
+  config: NonNullable<ForwarderDeps['config']>;
+}
+
+/**
+ * The forwarder's options and routes from node-cache's flags and the Corefile (filled as node-cache
+ * fills it, and read again with the kube-dns ConfigMap every 10 s). `writeRendered`: whether this
+ * one writes the filled-in Corefile to -conf (one writer per process).
+ */
+export async function nodeCacheForwarder(
+  values: NodeCacheValues,
+  deps: { log: Logger; env: Readonly<Record<string, string | undefined>>; writeRendered: boolean },
+): Promise<NodeCacheForwarder> {
+  const { log } = deps;
+  const localIps = localIpsOf(values);
+  const basePath = values.basecorefile;
+  const kubeDnsDir = values.kubednscm || (existsSync('/etc/kube-dns') ? '/etc/kube-dns' : '');
+  const resolvFile = values['resolv-file'];
+  const serviceVar = serviceHostVariable(values.upstreamsvc);
+  const clusterDns = deps.env[serviceVar];
+
+  let lastText = '';
+  // `withKubeDns` false: the Corefile alone, as when the kube-dns ConfigMap is invalid and no valid
+  // one was seen yet (node-cache then runs without its stub domains too).
+  const planOf = (raw: RawConfig, withKubeDns = true) => {
+    const base = raw.files?.get(basePath) ?? '';
+    const text = renderCorefile(base, {
+      localIps,
+      port: 53,
+      clusterDns,
+      kubeDns: withKubeDns ? parseKubeDnsConfig(raw.data) : parseKubeDnsConfig(new Map()),
+      resolvFile,
+    });
+    if (text.includes(PLACEHOLDER.clusterDns))
+      throw new ConfigError(
+        'Corefile',
+        `${PLACEHOLDER.clusterDns} is used but ${serviceVar} is not set (-upstreamsvc ${values.upstreamsvc}: the kubelet sets it for a Service that exists when the Pod starts)`,
+      );
+    return { text, plan: planNodeLocal(readCorefile(text, { source: basePath, mode: 'node-local' }), basePath) };
+  };
+  const writeRendered = async (text: string) => {
+    if (!deps.writeRendered || text === lastText || values.conf === '') return;
+    lastText = text;
+    await writeFile(values.conf, text).catch((error: unknown) =>
+      log.warn('could not write the filled-in Corefile (it is only for reading)', { path: values.conf, err: error }),
+    );
+  };
+
+  const initial = await readConfigSources(kubeDnsDir, resolvFile, [basePath]);
+  let kubeDnsValid = true;
+  try {
+    parseKubeDnsConfig(initial.data);
+  } catch (error) {
+    kubeDnsValid = false;
+    log.error('invalid kube-dns ConfigMap at start: running on the Corefile alone until a valid one comes', {
+      err: error,
+      path: kubeDnsDir,
+    });
+  }
+  const { plan, text } = planOf(initial, kubeDnsValid);
+  await writeRendered(text);
+
+  const options: ForwarderOptions = {
+    rules: [],
+    listenAddresses: plan.listenAddresses,
+    port: plan.port,
+    resolvFile,
+    cacheSize: values['cache-size'] || Math.max(plan.cacheSize, 1),
+    negativeCache: true,
+    negTtlSeconds: 0,
+    minCacheTtlSeconds: 0,
+    maxCacheTtlSeconds: 0,
+    // CoreDNS's forward has no limit by default; this one only sheds a flood.
+    forwardMax: plan.forwardMax ?? 2000,
+    isolation: toIsolationOptions(values),
+    loopDetect: plan.loopDetect,
+    // The node's own resolver on loopback (systemd-resolved's 127.0.0.53) is asked over kept sockets.
+    keptLoopbackSockets: true,
+    randomCase: false,
+    logQueries: plan.logQueries,
+    configDir: kubeDnsDir,
+    // node-cache re-reads both ConfigMaps every 10 s (DefaultConfigSyncPeriod).
+    configPollMs: 10_000,
+    upstreamTimeoutMs: 2_000,
+    forwardDeadlineMs: 5_000,
+    maxTcpConnections: 5000,
+    maxTcpConnectionsPerClient: 100,
+    tcpIdleTimeoutMs: 30_000,
+    tcpBackpressure: toTcpBackpressure(values),
+    ednsPacketMax: 1232,
+    metricsPort: plan.metrics?.port ?? 0,
+    metricsAddress: plan.metrics?.host ?? '127.0.0.1',
+    soaCheckMs: 5_000,
+    // CoreDNS serves nothing stale unless told (serve_stale).
+    maxStaleSeconds: 0,
+    staleServerRoutes: false,
+    prefetchHits: plan.prefetchHits ?? 0,
+    lameduckMs: plan.lameduckMs ?? values.lameduck,
+    // A new instance binds beside this one and takes over with no gap (see shutdown below).
+    reusePort: reusePortSupported(),
+    // A node cache relays no transfers; it takes NOTIFY on the node's address.
+    transferRelayFrom: [],
+    listenFlags: '-localip and the Corefile’s port',
+    ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
+  };
+  const config = {
+    files: [basePath],
+    routesFrom: (raw: RawConfig) => {
+      const next = planOf(raw);
+      const fixed = (p: NodeLocalPlan) => JSON.stringify([p.listenAddresses, p.port, p.metrics, p.health, p.cacheSize]);
+      if (fixed(next.plan) !== fixed(plan))
+        log.warn(
+          'the Corefile changed its binds, port, prometheus, health or cache sizes: those apply at the next restart',
+        );
+      void writeRendered(next.text);
+      return sourcesOf(next.plan, raw, resolvFile, parseKubeDnsConfig(raw.data).clientLimits);
+    },
+    defaultsFrom: (raw: RawConfig) => sourcesOf(planOf(raw, false).plan, raw, resolvFile, {}),
+  };
+  return { plan, options, config };
+}
+
+/** What runs the DNS side: one forwarder in this thread, or a pool of workers. */
