@@ -96,8 +96,15 @@ const forwarderArgs = (server, extra) => [
   ...extra,
 ];
 const toRecordBuilder = (rbPort) => `/cluster.local/127.0.0.1#${rbPort}`;
-/** A --baseline checkout's forwarder, no cache, to `server`. */
-const startBaselineForwarder = (dir, server) => startBaseline(dir, forwarderArgs(server, ['--cache-size=0']));
+/**
+ * A --baseline checkout's forwarder, no cache, to `server`; with `extra` flags where that build has
+ * them (a build from before a flag would refuse it), so both sides of a comparison run alike.
+ */
+const startBaselineForwarder = (dir, server, extra = []) => {
+  const known = readFileSync(join(dir, 'packages/forwarder/dist/options.js'), 'utf8');
+  const flags = extra.filter((f) => known.includes(`'${f.replace(/^--/, '').split('=')[0]}'`));
+  return startBaseline(dir, forwarderArgs(server, ['--cache-size=0', ...flags]));
+};
 
 const maxQps = async (pid, port, names, mode = 'udp') => {
   if (tools.dnsperf) return withCpu(pid, () => runDnsperf({ port, file: writeQueryFile(names), seconds, mode }));
@@ -214,7 +221,7 @@ if ([1, 2, 3, 4].some(want)) {
       entropyServers.push({
         name: baselineName(dir),
         start: async (upstream) => {
-          const f = await startBaselineForwarder(dir, upstream);
+          const f = await startBaselineForwarder(dir, upstream, ['--kept-loopback-sockets=false']);
           return { pid: f.pid, port: f.ready.port, stop: f.stop };
         },
       });
