@@ -75,7 +75,7 @@ export const nodeCacheFlags = {
     },
   ),
   workers: flag.int(
-    'worker threads, each binding the DNS port with SO_REUSEPORT (Node.js 22.12+); 0: one per core where SO_REUSEPORT works, else 1',
+    'worker threads, each binding the DNS port with SO_REUSEPORT (Node.js 22.12+); 0: from the CPU given, one per whole core of the cgroup’s CPU quota (1 under two cores), within the affinity, 2 without a quota; 1 where SO_REUSEPORT does not work',
     0,
     { min: 0, max: 256 },
   ),

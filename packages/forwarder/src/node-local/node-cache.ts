@@ -1,10 +1,10 @@
 import { rm, writeFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { type Logger, labelledFrom, ServerCore } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { createForwarder } from '../forwarder.js';
 import type { Serving } from '../serving.js';
+import { defaultWorkers, readCpuBudget } from '../workers/cpu-budget.js';
 import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
@@ -45,7 +45,7 @@ const SETUP_ERRORS: readonly SetupErrorType[] = [
 export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDeps): Promise<NodeCache> {
   const { log } = deps;
   const localIps = localIpsOf(values);
-  const workers = workersOf(values);
+  const workers = workersOf(values, log);
   const { plan, options, config } = await nodeCacheForwarder(values, { log, env: deps.env, writeRendered: true });
 
   const firewall = values.firewall === 'auto' ? await detectFirewall(deps.run, localIps) : values.firewall;
@@ -174,7 +174,17 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
 }
 
 /** -workers: as given, or (0) one per core where SO_REUSEPORT works, as CoreDNS's multisocket does. */
-function workersOf(values: NodeCacheValues): number {
+/** -workers, or by default as many as the CPU given allows (workers/cpu-budget.ts), said in the log. */
+function workersOf(values: NodeCacheValues, log: Logger): number {
   checkWorkers('-workers', values.workers);
-  return values.workers || (reusePortSupported() ? availableParallelism() : 1);
+  if (values.workers) return values.workers;
+  if (!reusePortSupported()) return 1;
+  const budget = readCpuBudget();
+  const workers = defaultWorkers(budget);
+  log.info('workers from the CPU given', {
+    workers,
+    quotaCores: budget.quotaCores ?? 'none',
+    affinity: budget.affinity,
+  });
+  return workers;
 }

@@ -1,0 +1,83 @@
+import { existsSync, mkdirSync, mkdtempSync, rmdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, launchProcess, node22Binary } from '@cluster-dns/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+
+// Node-local mode's default worker count from the CPU it is given: started in a cgroup made here
+// with a CFS quota, as a container with a CPU limit is, the node cache reads the quota and starts
+// one worker per whole core of it. Needs root and cgroup v1's cpu controller (this machine's), and
+// Node 22 (SO_REUSEPORT) for more than one worker.
+const CPU = '/sys/fs/cgroup/cpu';
+const node22 = node22Binary();
+const unavailable =
+  process.getuid?.() !== 0
+    ? 'not root'
+    : !existsSync(`${CPU}/cpu.cfs_quota_us`)
+      ? 'no cgroup v1 cpu controller'
+      : 'unavailable' in node22
+        ? node22.unavailable
+        : availableParallelism() < 2
+          ? 'one CPU'
+          : undefined;
+if (unavailable) console.warn(`skipping the CPU quota test: ${unavailable}`);
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A node cache on loopback in a new cgroup with this many cores of quota; its worker count. */
+async function workersUnderQuota(
+  cores: number,
+): Promise<{ logged: Record<string, unknown>; ready: Record<string, unknown> }> {
+  const group = join(CPU, `cdns-${process.pid}-${cores * 10}`);
+  mkdirSync(group);
+  cleanups.push(() => rmdirSync(group));
+  writeFileSync(join(group, 'cpu.cfs_period_us'), '100000');
+  writeFileSync(join(group, 'cpu.cfs_quota_us'), String(Math.round(cores * 100000)));
+  const dir = mkdtempSync(join(tmpdir(), 'cpu-quota-'));
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'Corefile.base'),
+    `.:${port} {\n    bind 127.0.0.1\n    forward . 127.0.0.1:1\n    prometheus 127.0.0.1:${await freePort()}\n}\n`,
+  );
+  writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+  const cache = await launchProcess({
+    // Into the cgroup first, then node: what it reads of /proc/self/cgroup is its own.
+    prefix: ['sh', '-c', `echo $$ > ${group}/cgroup.procs && exec "$0" "$@"`],
+    script: `${root}/packages/forwarder/dist/node-cache-main.js`,
+    nodeBinary: 'path' in node22 ? node22.path : undefined,
+    readyMsg: 'node cache ready',
+    args: [
+      '-localip=127.0.0.1',
+      '-setupinterface=false',
+      '-setupiptables=false',
+      '-conf=',
+      `-basecorefile=${join(dir, 'Corefile.base')}`,
+      `-kubednscm=${dir}`,
+      `-resolv-file=${join(dir, 'resolv.conf')}`,
+      `-metrics-listen-address=127.0.0.1:${await freePort()}`,
+      '-notify-listen-address=',
+    ],
+  });
+  cleanups.push(() => cache.stop());
+  const logged = cache.logs.find((l) => l.msg === 'workers from the CPU given') as Record<string, unknown>;
+  const ready = cache.logs.find((l) => l.msg === 'ready') as Record<string, unknown>;
+  return { logged, ready };
+}
+
+describe.skipIf(unavailable)('node-local workers from the CPU quota', () => {
+  it('starts one worker under 1.5 cores of quota, and two under 2', async () => {
+    const small = await workersUnderQuota(1.5);
+    expect(small.logged).toMatchObject({ workers: 1, quotaCores: 1.5 });
+    // One worker is the forwarder itself, with no pool.
+    expect(small.ready.workers).toBeUndefined();
+    for (const c of cleanups.splice(0).reverse()) await c();
+    const two = await workersUnderQuota(2);
+    expect(two.logged).toMatchObject({ workers: 2, quotaCores: 2 });
+    expect(two.ready.workers).toBe(2);
+  }, 60_000);
+});
