@@ -32,7 +32,7 @@ export function imageNodeOptions(target) {
 }
 
 /** testkit's upstream with `count` A records of `ttlSeconds`, pinned to the load core. */
-async function startUpstream(names, ttlSeconds) {
+export async function startUpstream(names, ttlSeconds) {
   const records = {};
   names.forEach(([name], i) => {
     records[`${name}.`] = [{ type: 1, address: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, ttl: ttlSeconds }];

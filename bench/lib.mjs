@@ -227,7 +227,7 @@ export async function startDnsmasq(port, args) {
 }
 
 /** Runs dnsperf on the load core; returns qps, lost and average latency. */
-export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients = 8 }) {
+export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients = 8, passes = 0 }) {
   const args = [
     '-s',
     '127.0.0.1',
@@ -247,6 +247,8 @@ export function runDnsperf({ port, file, seconds, mode = 'udp', qps = 0, clients
     '2',
   ];
   if (qps) args.push('-Q', String(qps));
+  // Through the whole query file this many times (within the time limit): every name asked.
+  if (passes) args.push('-n', String(passes));
   const [command, argv] = pinned(LOAD_CORE, 'dnsperf', args);
   const out = execFileSync(command, argv, { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
   const num = (re) => Number(re.exec(out)?.[1] ?? Number.NaN);

@@ -1,6 +1,6 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
 // beside ours, interleaved in the same rounds (cases 1 and 3), and under the same attacks (case
 // 10): "no regression" and "before" are measured, not remembered.
@@ -9,6 +9,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { runCacheMemory } from './cache-memory.mjs';
+import { runNodeCacheFootprint } from './node-cache-footprint.mjs';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
 import { runFanout } from './fanout.mjs';
@@ -280,6 +281,7 @@ if (want(6)) await runPropagation({ row, quick });
 
 // ---- case 8: what 10,000 cached answers cost in RSS, ours beside dnsmasq's (bench/cache-memory.mjs)
 if (want(8)) await runCacheMemory({ row, forwarderArgs });
+if (want(11)) await runNodeCacheFootprint({ row, note: (n) => notes.push(n) });
 
 // ---- case 9: push to 1,000 node caches at 100 changes/s: the record-builder's cost, propagation (bench/fanout.mjs)
 if (want(9)) await runFanout({ row, seconds: quick ? 5 : seconds });
