@@ -9,7 +9,6 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
 import { runCacheMemory } from './cache-memory.mjs';
-import { runNodeCacheFootprint } from './node-cache-footprint.mjs';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
 import { runFanout } from './fanout.mjs';
@@ -35,6 +34,7 @@ import {
   withSelfOn,
   writeQueryFile,
 } from './lib.mjs';
+import { runNodeCacheFootprint } from './node-cache-footprint.mjs';
 import { runPropagation } from './push.mjs';
 import { runScale, runSizing } from './scale.mjs';
 import { writeSizing } from './sizing.mjs';
