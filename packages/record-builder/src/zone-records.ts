@@ -1,5 +1,5 @@
 import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
-import { importKey, serviceKey } from './cluster-model.js';
+import { type EndpointGroup, importKey, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { isPublished } from './endpoint-group.js';
 import { parsePodName } from './pod-records.js';
@@ -52,7 +52,6 @@ export const CLUSTERSET_SCHEMA_VERSION = '1.0.0';
  * `<hostname>.<clusterid>.<svc>`, with `<clusterid>.<svc>` an empty non-terminal above them.
  */
 function clustersetRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: number): NameRecords {
-  const { state } = view;
   const ttl = view.ttlSeconds;
   const labels = labelsOf(name);
   const below = labels.slice(0, labels.length - labelsOf(zone).length);
@@ -64,22 +63,9 @@ function clustersetRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: num
     return { rrs: [txt], exists: true, owners: [], stable: true };
   }
   if (top !== 'svc') return none(false);
-  if (n === 1) return none(state.hasImports());
-  const namespace = below[n - 2] as string;
-  if (!isNamespaceExposed(namespace, view)) return none(false, true);
-  if (n === 2) return none(state.namespaceHasImports(namespace));
-  const key = importKey(namespace, below[n - 3] as string);
-  const service = state.serviceByKey(key);
-  if (!service || n > 5) return none(false);
-  const groups = state.groupsOf(key);
-  const owned = (rrs: Rr[] | undefined, exists = rrs !== undefined && rrs.length > 0): NameRecords => ({
-    rrs,
-    exists,
-    owners: [key],
-    stable: true,
-  });
-  if (!isAnswered(service, groups, view)) return owned(undefined, false);
-  if (n === 3) return owned(baseRecords(service, groups, view, qtype === QTYPE.A || qtype === QTYPE.AAAA));
+  const at = serviceAt(view, below, qtype, 'clusterset');
+  if ('records' in at) return at.records;
+  const { service, groups, owned } = at;
   const first = below[0] as string;
   const second = below[1] as string;
   if (first.startsWith('_')) {
@@ -102,7 +88,6 @@ function clustersetRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: num
 }
 
 function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecords {
-  const { state } = view;
   const ttl = view.ttlSeconds;
   const labels = labelsOf(name);
   const below = labels.slice(0, labels.length - labelsOf(view.zone).length);
@@ -119,25 +104,9 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecor
   if (top === 'dns') return dnsRecordsAt(view, below);
   if (top === 'pod') return podRecordsAt(view, name);
   if (top !== 'svc') return none(false);
-  if (n === 1) return none(state.hasServices());
-  const namespace = below[n - 2] as string;
-  if (!isNamespaceExposed(namespace, view)) return none(false, true);
-  if (n === 2) return none(state.namespaceHasServices(namespace));
-  const key = serviceKey(namespace, below[n - 3] as string);
-  const service = state.serviceByKey(key);
-  if (!service || n > 5) return none(false);
-  const groups = state.groupsOf(key);
-  const owned = (rrs: Rr[] | undefined, exists = rrs !== undefined && rrs.length > 0): NameRecords => ({
-    rrs,
-    exists,
-    owners: [key],
-    stable: true,
-  });
-  // Not answered (`ignore empty_service` with no endpoint): NXDOMAIN until an endpoint comes.
-  if (!isAnswered(service, groups, view)) return owned(undefined, false);
-  // The base name has names below it only when it has records itself: without published
-  // endpoints a headless Service's name does not exist (NXDOMAIN, spec §2.4.1).
-  if (n === 3) return owned(baseRecords(service, groups, view, qtype === QTYPE.A || qtype === QTYPE.AAAA));
+  const at = serviceAt(view, below, qtype, 'cluster');
+  if ('records' in at) return at.records;
+  const { service, groups, owned } = at;
   const first = below[0] as string;
   if (service.kind === 'external-name') return owned(undefined, false);
   if (n === 4) {
@@ -147,6 +116,51 @@ function clusterRecordsAt(view: ZoneView, name: Fqdn, qtype?: number): NameRecor
   const second = below[1] as string;
   if (!first.startsWith('_') || !second.startsWith('_')) return owned(undefined, false);
   return owned(portRecords(service, groups, first.slice(1), second.slice(1), view));
+}
+
+/**
+ * `svc.<zone>` and below, to the Service (a ServiceImport in the clusterset zone): what is at the
+ * name when it is no deeper than the Service's own base name; else the Service, its groups and how
+ * to answer for it, for the names below (`below` holds the labels under the zone, `svc` last).
+ */
+function serviceAt(
+  view: ZoneView,
+  below: readonly string[],
+  qtype: number | undefined,
+  zone: 'cluster' | 'clusterset',
+):
+  | { records: NameRecords }
+  | {
+      service: ServiceInfo;
+      groups: Iterable<EndpointGroup>;
+      owned: (rrs: Rr[] | undefined, exists?: boolean) => NameRecords;
+    } {
+  const { state } = view;
+  const imports = zone === 'clusterset';
+  const n = below.length;
+  if (n === 1) return { records: none(imports ? state.hasImports() : state.hasServices()) };
+  const namespace = below[n - 2] as string;
+  if (!isNamespaceExposed(namespace, view)) return { records: none(false, true) };
+  if (n === 2)
+    return {
+      records: none(imports ? state.namespaceHasImports(namespace) : state.namespaceHasServices(namespace)),
+    };
+  const key = (imports ? importKey : serviceKey)(namespace, below[n - 3] as string);
+  const service = state.serviceByKey(key);
+  if (!service || n > 5) return { records: none(false) };
+  const groups = state.groupsOf(key);
+  const owned = (rrs: Rr[] | undefined, exists = rrs !== undefined && rrs.length > 0): NameRecords => ({
+    rrs,
+    exists,
+    owners: [key],
+    stable: true,
+  });
+  // Not answered (`ignore empty_service` with no endpoint): NXDOMAIN until an endpoint comes.
+  if (!isAnswered(service, groups, view)) return { records: owned(undefined, false) };
+  // The base name has names below it only when it has records itself: without published
+  // endpoints a headless Service's name does not exist (NXDOMAIN, spec §2.4.1).
+  if (n === 3) return { records: owned(baseRecords(service, groups, view, qtype === QTYPE.A || qtype === QTYPE.AAAA)) };
+  return { service, groups, owned };
 }
 
 /** `ns.dns.<zone>`: the NS target, resolving to the DNS Service's cluster IPs; `dns.<zone>` above it. */
