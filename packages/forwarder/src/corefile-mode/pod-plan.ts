@@ -1,7 +1,7 @@
-import { type CacheConfig, CorefileError, type HostPort, type ServerConfig } from '@cluster-dns/runtime';
+import type { CacheConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
 import type { CachePolicy, RouteCache } from '../cache-policy.js';
-import { routeCacheOf } from '../node-local/node-local-plan.js';
+import { fail, routeCacheOf, ServerSettings } from '../corefile-plan.js';
 import type { ScopedHosts } from '../plugins/hosts-table.js';
 import type { ScopedRewrites } from '../plugins/name-rewrite.js';
 import type { ServerPolicy, ServerRule } from '../server-flag.js';
@@ -38,10 +38,6 @@ export interface PodPlan {
   readonly loadbalance: readonly Fqdn[];
 }
 
-function fail(at: { line: number }, message: string, source: string): never {
-  throw new CorefileError(at.line, message, source);
-}
-
 const under = (name: Fqdn, zones: readonly Fqdn[]) => zones.some((z) => isInZone(name, z));
 
 /** A block's cache policy for one zone, with `disable success|denial` where it names the zone. */
@@ -53,10 +49,6 @@ function cacheFor(zone: Fqdn, cache: CacheConfig | undefined): RouteCache {
   return { ...policy, disable } satisfies CachePolicy;
 }
 
-function sameAddress(a: HostPort | undefined, b: HostPort): boolean {
-  return a === undefined || (a.host === b.host && a.port === b.port);
-}
-
 /**
  * Maps a Pod's Corefile (runtime's readCorefile, Corefile mode) onto the forwarder. Every block
  * listens on the same addresses and port: one set of sockets answers them all, and a name goes to
@@ -66,13 +58,9 @@ function sameAddress(a: HostPort | undefined, b: HostPort): boolean {
  * to what it serves. Anything the forwarder cannot do is an error naming the line.
  */
 export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPort, source = 'Corefile'): PodPlan {
-  let listen: { addresses: readonly string[]; port: number; line: number } | undefined;
-  let metrics: HostPort | undefined;
-  let health: HostPort | undefined;
-  let lameduckMs: number | undefined;
+  const settings = new ServerSettings(source);
   let prefetchHits: number | undefined;
   let maxStaleSeconds = 0;
-  let reloadMs: number | undefined;
   let forwardMax: number | undefined;
   let cacheSize = 0;
   let kubernetesSeen: { line: number } | undefined;
@@ -81,34 +69,9 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
   const rewrites: ScopedRewrites[] = [];
   const hosts: ScopedHosts[] = [];
   const loadbalance: Fqdn[] = [];
-  const zonesSeen = new Set<Fqdn>();
   for (const block of servers) {
-    const line = (plugin: string) => ({ line: block.lines.get(plugin) ?? block.line });
     const zones = block.keys.map((k) => k.zone);
-    const binds = block.bind ?? ['0.0.0.0'];
-    for (const { zone, port } of block.keys) {
-      if (listen === undefined) listen = { addresses: binds, port, line: block.line };
-      else if (listen.port !== port || listen.addresses.join(' ') !== binds.join(' '))
-        fail(
-          block,
-          `every server block must bind the same addresses and port (line ${listen.line} has ${listen.addresses.join(' ')} port ${listen.port})`,
-          source,
-        );
-      if (zonesSeen.has(zone)) fail(block, `zone ${zone} has two server blocks`, source);
-      zonesSeen.add(zone);
-    }
-    if (block.reloadMs !== undefined) reloadMs = block.reloadMs;
-    if (block.prometheus) {
-      if (!sameAddress(metrics, block.prometheus))
-        fail(line('prometheus'), 'prometheus: every block must use the same address', source);
-      metrics = block.prometheus;
-    }
-    if (block.health) {
-      if (!sameAddress(health, block.health.address))
-        fail(line('health'), 'health: every block must use the same address', source);
-      health = block.health.address;
-      if (block.health.lameduckMs !== undefined) lameduckMs = block.health.lameduckMs;
-    }
+    settings.take(block);
     const cache = block.cache;
     if (cache) {
       if (cache.zones)
@@ -199,7 +162,8 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     if (block.hosts) hosts.push({ ...block.hosts, zones: block.hosts.zones ?? zones });
     if (block.loadbalance) loadbalance.push(...zones);
   }
-  const first = listen as { addresses: readonly string[]; port: number };
+  const { metrics, health, lameduckMs, reloadMs } = settings;
+  const first = settings.listen as { addresses: readonly string[]; port: number };
   return {
     listenAddresses: first.addresses,
     port: first.port,

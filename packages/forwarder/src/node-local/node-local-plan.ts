@@ -1,12 +1,7 @@
-import {
-  type CacheConfig,
-  CorefileError,
-  type ForwardConfig,
-  type HostPort,
-  type ServerConfig,
-} from '@cluster-dns/runtime';
+import type { ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
-import type { CachePolicy, RouteCache } from '../cache-policy.js';
+import type { RouteCache } from '../cache-policy.js';
+import { fail, routeCacheOf, ServerSettings } from '../corefile-plan.js';
 import type { ServerRule } from '../server-flag.js';
 
 /** Where one zone's queries go, and how its answers are cached. */
@@ -45,47 +40,19 @@ export interface NodeLocalPlan {
   readonly forwardMax: number | undefined;
 }
 
-function fail(at: { line: number }, message: string, source: string): never {
-  throw new CorefileError(at.line, message, source);
-}
-
-/** A block's `cache` as one route's policy: CoreDNS's success and denial kinds on our one policy. */
-export function routeCacheOf(cache: CacheConfig): { cache: CachePolicy; capacity: number } {
-  return {
-    cache: {
-      negativeCache: true,
-      negTtlSeconds: cache.denial.maxTtlSeconds,
-      // One floor for both kinds: ours keeps one policy per route. CoreDNS's defaults are equal.
-      minCacheTtlSeconds: Math.min(cache.success.minTtlSeconds, cache.denial.minTtlSeconds),
-      maxCacheTtlSeconds: cache.success.maxTtlSeconds,
-    },
-    capacity: cache.success.capacity + cache.denial.capacity,
-  };
-}
-
-function sameAddress(a: HostPort | undefined, b: HostPort): boolean {
-  return a === undefined || (a.host === b.host && a.port === b.port);
-}
-
 /**
  * Turns a rendered Corefile, read (runtime's readCorefile, node-local mode), into the forwarder's plan. Every block must listen on the same
  * addresses and port (nodelocaldns.yaml's do), since the forwarder has one set of listeners and
  * routes each name by its longest zone. Anything outside the subset is an error naming its line.
  */
 export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefile'): NodeLocalPlan {
-  let listen: { addresses: readonly string[]; port: number; line: number } | undefined;
-  let metrics: HostPort | undefined;
-  let health: HostPort | undefined;
-  let lameduckMs: number | undefined;
+  const settings = new ServerSettings(source);
   let logQueries = false;
   let loopDetect = false;
   let prefetchHits: number | undefined;
-  let reloadMs: number | undefined;
   let forwardMax: number | undefined;
   const zones: ZonePlan[] = [];
   for (const block of servers) {
-    const line = (plugin: string) => ({ line: block.lines.get(plugin) ?? block.line });
-    if (block.reloadMs !== undefined) reloadMs = block.reloadMs;
     logQueries ||= block.log;
     loopDetect ||= block.loop;
     const cache = block.cache && routeCacheOf(block.cache);
@@ -103,29 +70,10 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
     if (!forward) fail(block, `server block "${block.keys.map((k) => k.zone).join(' ')}" has no forward`, source);
     if (forward.except.length) fail(forward, 'forward: except is not supported in node-local mode', source);
     if (forward.maxConcurrent !== undefined) forwardMax = Math.max(forwardMax ?? 0, forward.maxConcurrent);
-    if (block.prometheus) {
-      if (!sameAddress(metrics, block.prometheus))
-        fail(line('prometheus'), 'prometheus: every block must use the same address', source);
-      metrics = block.prometheus;
-    }
-    if (block.health) {
-      if (!sameAddress(health, block.health.address))
-        fail(line('health'), 'health: every block must use the same address', source);
-      health = block.health.address;
-      if (block.health.lameduckMs !== undefined) lameduckMs = block.health.lameduckMs;
-    }
-    const binds = block.bind ?? ['0.0.0.0'];
-    for (const { zone, port } of block.keys) {
+    settings.take(block);
+    for (const { zone } of block.keys) {
       if (forward.from !== ROOT && forward.from !== zone)
         fail(forward, `forward: FROM must be "." or the block's zone, got ${JSON.stringify(forward.from)}`, source);
-      if (listen === undefined) listen = { addresses: binds, port, line: block.line };
-      else if (listen.port !== port || listen.addresses.join(' ') !== binds.join(' '))
-        fail(
-          block,
-          `every server block must bind the same addresses and port (line ${listen.line} has ${listen.addresses.join(' ')} port ${listen.port})`,
-          source,
-        );
-      if (zones.some((z) => z.zone === zone)) fail(block, `zone ${zone} has two server blocks`, source);
       if (zone !== ROOT && !Array.isArray(forward.to))
         fail(forward, `forward: a resolv.conf path is only supported in the "." block`, source);
       zones.push({
@@ -150,7 +98,8 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
       // The cluster's DNS already sent unknown reverse names upstream: asking again is waste.
       fallThrough: false,
     }));
-  const first = listen as { addresses: readonly string[]; port: number };
+  const { metrics, health, lameduckMs, reloadMs } = settings;
+  const first = settings.listen as { addresses: readonly string[]; port: number };
   return {
     listenAddresses: first.addresses,
     port: first.port,
