@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, rmdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, launchProcess, node22Binary } from '@cluster-dns/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 
 // Node-local mode's default worker count from the CPU it is given: started in a cgroup made here
 // with a CFS quota, as a container with a CPU limit is, the node cache reads the quota and starts
@@ -38,30 +39,15 @@ async function workersUnderQuota(
   cleanups.push(() => rmdirSync(group));
   writeFileSync(join(group, 'cpu.cfs_period_us'), '100000');
   writeFileSync(join(group, 'cpu.cfs_quota_us'), String(Math.round(cores * 100000)));
-  const dir = mkdtempSync(join(tmpdir(), 'cpu-quota-'));
   const port = await freePort();
-  writeFileSync(
-    join(dir, 'Corefile.base'),
-    `.:${port} {\n    bind 127.0.0.1\n    forward . 127.0.0.1:1\n    prometheus 127.0.0.1:${await freePort()}\n}\n`,
-  );
-  writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+  const corefile = `.:${port} {\n    bind 127.0.0.1\n    forward . 127.0.0.1:1\n    prometheus 127.0.0.1:${await freePort()}\n}\n`;
   const cache = await launchProcess({
     // Into the cgroup first, then node: what it reads of /proc/self/cgroup is its own.
     prefix: ['sh', '-c', `echo $$ > ${group}/cgroup.procs && exec "$0" "$@"`],
     script: `${root}/packages/forwarder/dist/node-cache-main.js`,
     nodeBinary: 'path' in node22 ? node22.path : undefined,
     readyMsg: 'node cache ready',
-    args: [
-      '-localip=127.0.0.1',
-      '-setupinterface=false',
-      '-setupiptables=false',
-      '-conf=',
-      `-basecorefile=${join(dir, 'Corefile.base')}`,
-      `-kubednscm=${dir}`,
-      `-resolv-file=${join(dir, 'resolv.conf')}`,
-      `-metrics-listen-address=127.0.0.1:${await freePort()}`,
-      '-notify-listen-address=',
-    ],
+    args: await loopbackNodeCacheArgs(corefile),
   });
   cleanups.push(() => cache.stop());
   const logged = cache.logs.find((l) => l.msg === 'workers from the CPU given') as Record<string, unknown>;

@@ -1,9 +1,7 @@
 import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   freePort,
@@ -25,6 +23,7 @@ import {
   type Rr,
 } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 
 // One misbehaving client must not take DNS from the others: each defence, through the real
 // process on loopback, in the four shapes it runs in (the Pod's forwarder and node-local mode,
@@ -112,7 +111,6 @@ function nodeCacheShape(workers: number): Shape {
     name: workers === 1 ? 'node-local mode' : 'node-local mode, -workers=2',
     skip: workers > 1 && 'unavailable' in node22,
     async start(cluster, hole, extra = {}) {
-      const dir = mkdtempSync(join(tmpdir(), 'isolation-'));
       const port = await freePort();
       const metricsPort = await freePort();
       const block = (zone: string, to: number) => `${zone}:${port} {
@@ -124,25 +122,12 @@ function nodeCacheShape(workers: number): Shape {
     prometheus 127.0.0.1:${metricsPort}
 }
 `;
-      writeFileSync(join(dir, 'Corefile.base'), block('cluster.local', cluster) + block('.', hole));
-      writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+      const corefile = block('cluster.local', cluster) + block('.', hole);
       const process = await launchProcess({
         script: NODE_CACHE,
         ...(workers > 1 && 'path' in node22 ? { nodeBinary: node22.path } : {}),
         readyMsg: 'node cache ready',
-        args: [
-          '-localip=127.0.0.1',
-          '-setupinterface=false',
-          '-setupiptables=false',
-          '-conf=',
-          `-basecorefile=${join(dir, 'Corefile.base')}`,
-          `-kubednscm=${dir}`,
-          `-resolv-file=${join(dir, 'resolv.conf')}`,
-          `-metrics-listen-address=127.0.0.1:${await freePort()}`,
-          '-notify-listen-address=',
-          `-workers=${workers}`,
-          ...flagsOf('-', { ...LIMITS, ...extra }),
-        ],
+        args: await loopbackNodeCacheArgs(corefile, [`-workers=${workers}`, ...flagsOf('-', { ...LIMITS, ...extra })]),
       });
       return { port, metricsPort, process };
     },

@@ -7,6 +7,7 @@ import { freePort, hasCommand, type LaunchedProcess, launchProcess, runCommand, 
 import { QTYPE, queryDns } from '@cluster-dns/wire';
 import { loadYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 import { dist, type Stack, startStack } from './support/stack.js';
 
 // A real Prometheus scraping the three metrics endpoints of the stack and a node cache, labelled
@@ -61,27 +62,14 @@ describe.skipIf(missing.length > 0)('a real Prometheus scraping the stack', () =
       ],
     });
     // A node cache in front of the stack's forwarder, on loopback (no link, no rules).
-    const dir = mkdtempSync(join(tmpdir(), 'prom-node-'));
     nodeCachePort = await freePort();
     nodeCacheMetricsPort = await freePort();
     const block = (zone: string) =>
       `${zone}:${nodeCachePort} {\n    bind 127.0.0.1\n    cache 30\n    forward . 127.0.0.1:${stack.fwPort} {\n        force_tcp\n    }\n    prometheus 127.0.0.1:${nodeCacheMetricsPort}\n}\n`;
-    writeFileSync(join(dir, 'Corefile.base'), block('cluster.local') + block('.'));
-    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
     nodeCache = await launchProcess({
       script: `${root}/packages/forwarder/dist/node-cache-main.js`,
       readyMsg: 'node cache ready',
-      args: [
-        '-localip=127.0.0.1',
-        '-setupinterface=false',
-        '-setupiptables=false',
-        '-conf=',
-        `-basecorefile=${join(dir, 'Corefile.base')}`,
-        `-kubednscm=${dir}`,
-        `-resolv-file=${join(dir, 'resolv.conf')}`,
-        `-metrics-listen-address=127.0.0.1:${await freePort()}`,
-        '-notify-listen-address=',
-      ],
+      args: await loopbackNodeCacheArgs(block('cluster.local') + block('.')),
     });
   }, 60_000);
   afterAll(async () => {

@@ -1,11 +1,9 @@
 import dgram from 'node:dgram';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fixtures, freePort, launchProcess, node22Binary, runCommand, waitFor } from '@cluster-dns/testkit';
 import { buildQueryMessage, decodeMessage, encodeMessage, QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 import { baseCluster, startStack } from './support/stack.js';
 
 // --workers=2 on a Node 22 binary (SO_REUSEPORT), as the images run it: two forwarders on one
@@ -150,29 +148,13 @@ describe.skipIf('unavailable' in node22)('forwarder --workers=2 (Node 22, SO_REU
     expect(hits.answers).toHaveLength(1);
 
     // The node-cache image's entry, with its own worker entry: on loopback, no link and no rules.
-    const dir = mkdtempSync(join(tmpdir(), 'bundle-node-cache-'));
     const port = await freePort();
-    writeFileSync(
-      join(dir, 'Corefile.base'),
-      `.:${port} {\n    bind 127.0.0.1\n    cache 30\n    forward . 127.0.0.1:1\n    prometheus 127.0.0.1:${await freePort()}\n}\n`,
-    );
-    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+    const corefile = `.:${port} {\n    bind 127.0.0.1\n    cache 30\n    forward . 127.0.0.1:1\n    prometheus 127.0.0.1:${await freePort()}\n}\n`;
     const cache = await launchProcess({
       script: `${root}/packages/forwarder/bundle/node-cache-main.js`,
       nodeBinary: 'path' in node22 ? node22.path : undefined,
       readyMsg: 'node cache ready',
-      args: [
-        '-localip=127.0.0.1',
-        '-setupinterface=false',
-        '-setupiptables=false',
-        '-conf=',
-        `-basecorefile=${join(dir, 'Corefile.base')}`,
-        `-kubednscm=${dir}`,
-        `-resolv-file=${join(dir, 'resolv.conf')}`,
-        `-metrics-listen-address=127.0.0.1:${await freePort()}`,
-        '-notify-listen-address=',
-        '-workers=2',
-      ],
+      args: await loopbackNodeCacheArgs(corefile, ['-workers=2']),
     });
     cleanups.push(() => cache.stop());
     expect(cache.logs.find((l) => l.msg === 'ready')?.workers).toBe(2);

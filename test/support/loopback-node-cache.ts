@@ -1,0 +1,27 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@cluster-dns/testkit';
+
+/**
+ * The arguments that run node-cache-main.js on loopback, without a link or rules, from this
+ * Corefile: it and a resolv.conf are written to a folder of their own (also the kube-dns ConfigMap
+ * folder, empty), and its setup metrics go to a free port. `extra` flags follow.
+ */
+export async function loopbackNodeCacheArgs(corefile: string, extra: readonly string[] = []): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-cache-'));
+  writeFileSync(join(dir, 'Corefile.base'), corefile);
+  writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+  return [
+    '-localip=127.0.0.1',
+    '-setupinterface=false',
+    '-setupiptables=false',
+    '-conf=',
+    `-basecorefile=${join(dir, 'Corefile.base')}`,
+    `-kubednscm=${dir}`,
+    `-resolv-file=${join(dir, 'resolv.conf')}`,
+    `-metrics-listen-address=127.0.0.1:${await freePort()}`,
+    '-notify-listen-address=',
+    ...extra,
+  ];
+}
