@@ -13,6 +13,7 @@ import {
   waitFor,
 } from '@cluster-dns/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dist } from './support/stack.js';
 
 // A CoreDNS Pod's place taken from kubeadm's default Corefile alone (plus a kubeconfig standing for
 // the service account): the record-builder and the forwarder both read the file unchanged, on the
@@ -21,7 +22,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // on the "node" (a namespace linked to the Pod's), as a Pod's resolv.conf names the node's resolver.
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const script = (pkg: string, file = 'main.js') => `${root}/packages/${pkg}/dist/${file}`;
 const NODE_IP = '192.0.2.1';
 const OUTSIDE = {
   'www.example.org.': [{ type: 1, address: '192.0.2.80' }],
@@ -57,14 +57,14 @@ describe.skipIf(unavailable)('a CoreDNS Pod replaced, from kubeadm’s default C
     procs.push(
       await launchProcess({
         prefix: pod.prefix,
-        script: script('testkit', 'cli.js'),
+        script: dist('testkit', 'cli.js'),
         args: [`--manifests=${root}/manifests/demo`, `--kubeconfig=${kubeconfig}`],
       }),
     );
     procs.push(
       await launchProcess({
         prefix: node.prefix,
-        script: script('testkit', 'upstream-cli.js'),
+        script: dist('testkit', 'upstream-cli.js'),
         args: [`--host=${NODE_IP}`, '--port=53', `--records=${JSON.stringify(OUTSIDE)}`],
       }),
     );
@@ -73,12 +73,12 @@ describe.skipIf(unavailable)('a CoreDNS Pod replaced, from kubeadm’s default C
     procs.push(
       await launchProcess({
         prefix: pod.prefix,
-        script: script('record-builder'),
+        script: dist('record-builder'),
         args: [`--corefile=${corefile}`, '--dns-bind-address=127.0.0.1', '--notify=127.0.0.1:53'],
         env: { KUBECONFIG: kubeconfig },
       }),
     );
-    procs.push(await launchProcess({ prefix: pod.prefix, script: script('forwarder'), args: [`-conf`, corefile] }));
+    procs.push(await launchProcess({ prefix: pod.prefix, script: dist('forwarder'), args: [`-conf`, corefile] }));
   }, 60_000);
 
   afterAll(async () => {

@@ -12,6 +12,7 @@ import {
   waitFor,
 } from '@cluster-dns/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dist } from './support/stack.js';
 
 // kube-dns's own Deployment with only its images swapped for ours: each container's args and env
 // exactly as upstream's kube-dns.yaml writes them (cluster/addons/dns/kube-dns/kube-dns.yaml.base,
@@ -20,7 +21,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // service account a Pod reaches the API with.
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const script = (pkg: string, file = 'main.js') => `${root}/packages/${pkg}/dist/${file}`;
 
 /** The kubedns container: its args and env. */
 const KUBEDNS = {
@@ -74,20 +74,20 @@ describe.skipIf(unavailable || !hasCommand('dig'))('kube-dns.yaml with its image
     procs.push(
       await launchProcess({
         prefix: pod.prefix,
-        script: script('testkit', 'cli.js'),
+        script: dist('testkit', 'cli.js'),
         args: [`--manifests=${root}/manifests/demo`, `--kubeconfig=${kubeconfig}`],
       }),
     );
     procs.push(
       await launchProcess({
         prefix: pod.prefix,
-        script: script('record-builder'),
+        script: dist('record-builder'),
         args: KUBEDNS.args,
         env: { ...KUBEDNS.env, KUBECONFIG: kubeconfig },
       }),
     );
-    procs.push(await launchProcess({ prefix: pod.prefix, script: script('forwarder'), args: DNSMASQ }));
-    procs.push(await launchProcess({ prefix: pod.prefix, script: script('sidecar'), args: SIDECAR }));
+    procs.push(await launchProcess({ prefix: pod.prefix, script: dist('forwarder'), args: DNSMASQ }));
+    procs.push(await launchProcess({ prefix: pod.prefix, script: dist('sidecar'), args: SIDECAR }));
   }, 60_000);
 
   afterAll(async () => {

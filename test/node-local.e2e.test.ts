@@ -16,6 +16,7 @@ import {
 } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dist } from './support/stack.js';
 
 // Node-local mode in network namespaces made here: a "kube-dns Pod" (testkit's API server, the
 // record-builder, the Pod's forwarder), a "node" running the node cache on 169.254.20.10 and the
@@ -24,8 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // keeps the default, dummy.
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const script = (pkg: string, file = 'main.js') => `${root}/packages/${pkg}/dist/${file}`;
-const NODE_CACHE = script('forwarder', 'node-cache-main.js');
+const NODE_CACHE = dist('forwarder', 'node-cache-main.js');
 const LOCAL_IP = '169.254.20.10';
 const KUBE_DNS_IP = '10.96.0.10';
 const unavailable = netnsUnavailable();
@@ -117,19 +117,19 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
       const kubeconfig = join(dir, 'kubeconfig');
       const api = await launchProcess({
         prefix: dnsPod.prefix,
-        script: script('testkit', 'cli.js'),
+        script: dist('testkit', 'cli.js'),
         args: [`--manifests=${root}/manifests/demo`, `--kubeconfig=${kubeconfig}`],
       });
       procs.push(api);
       const upstream = await launchProcess({
         prefix: dnsPod.prefix,
-        script: script('testkit', 'upstream-cli.js'),
+        script: dist('testkit', 'upstream-cli.js'),
         args: ['--host=127.0.0.1', '--port=5300', '--records={"www.example.org.":[{"type":1,"address":"192.0.2.80"}]}'],
       });
       procs.push(upstream);
       const rb = await launchProcess({
         prefix: dnsPod.prefix,
-        script: script('record-builder'),
+        script: dist('record-builder'),
         args: [
           `--kubecfg-file=${kubeconfig}`,
           '--dns-bind-address=127.0.0.1',
@@ -146,7 +146,7 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
       rbMetrics = rb.ready.metricsPort as number;
       const fw = await launchProcess({
         prefix: dnsPod.prefix,
-        script: script('forwarder'),
+        script: dist('forwarder'),
         args: [
           '--no-resolv',
           '--server=/cluster.local/127.0.0.1#10053',

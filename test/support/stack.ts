@@ -26,7 +26,8 @@ import { loadAllYaml } from '@kubernetes/client-node';
 export const SCALE = Number(process.env.CLUSTER_DNS_FUZZ_SCALE ?? 1);
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-export const dist = (pkg: string) => `${root}/packages/${pkg}/dist/main.js`;
+/** A built entry of a package: its main.js, or another (node-cache-main.js, cli.js). */
+export const dist = (pkg: string, file = 'main.js') => `${root}/packages/${pkg}/dist/${file}`;
 
 export interface Stack {
   api: TestApiServer;

@@ -23,6 +23,25 @@ export function routeCacheOf(cache: CacheConfig): { cache: CachePolicy; capacity
   };
 }
 
+/** What either mode's plan says of the process, whatever its routes. */
+export interface ProcessPlan {
+  readonly listenAddresses: readonly string[];
+  readonly port: number;
+  /** Entries of the one cache. */
+  readonly cacheSize: number;
+  /** `prometheus [ADDRESS]`: where the forwarder's /metrics listens. */
+  readonly metrics: HostPort | undefined;
+  /** `health [ADDRESS]`: where /health answers. */
+  readonly health: HostPort | undefined;
+  readonly lameduckMs: number | undefined;
+  readonly logQueries: boolean;
+  readonly loopDetect: boolean;
+  readonly prefetchHits: number | undefined;
+  /** `reload [INTERVAL]`: how often the Corefile is read again; undefined without `reload`. */
+  readonly reloadMs: number | undefined;
+  readonly forwardMax: number | undefined;
+}
+
 const sameAddress = (a: HostPort | undefined, b: HostPort) =>
   a === undefined || (a.host === b.host && a.port === b.port);
 

@@ -1,15 +1,13 @@
 import type { CacheConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
 import type { CachePolicy, RouteCache } from '../cache-policy.js';
-import { fail, routeCacheOf, ServerSettings } from '../corefile-plan.js';
+import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
 import type { ScopedHosts } from '../plugins/hosts-table.js';
 import type { ScopedRewrites } from '../plugins/name-rewrite.js';
 import type { ServerPolicy, ServerRule } from '../server-flag.js';
 
 /** The forwarder's side of a CoreDNS Pod's Corefile: listeners, routes, cache, and the plugins it runs. */
-export interface PodPlan {
-  readonly listenAddresses: readonly string[];
-  readonly port: number;
+export interface PodPlan extends ProcessPlan {
   /** Every zone but the root's: the kubernetes zones to the record-builder, other blocks to their forward. */
   readonly rules: readonly ServerRule[];
   /** The root's forward; undefined when no block forwards `.` (then other names are REFUSED). */
@@ -21,17 +19,8 @@ export interface PodPlan {
         readonly cache: RouteCache;
       }
     | undefined;
-  readonly cacheSize: number;
-  readonly metrics: HostPort | undefined;
-  readonly health: HostPort | undefined;
-  readonly lameduckMs: number | undefined;
-  readonly logQueries: boolean;
-  readonly loopDetect: boolean;
-  readonly prefetchHits: number | undefined;
   /** serve_stale: seconds an expired answer may be served when every server fails; 0: never. */
   readonly maxStaleSeconds: number;
-  readonly reloadMs: number | undefined;
-  readonly forwardMax: number | undefined;
   readonly rewrites: readonly ScopedRewrites[];
   readonly hosts: readonly ScopedHosts[];
   /** Zones whose answers turn the order of their A and AAAA records (`loadbalance`). */

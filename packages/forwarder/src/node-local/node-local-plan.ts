@@ -1,7 +1,7 @@
 import type { ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
 import type { RouteCache } from '../cache-policy.js';
-import { fail, routeCacheOf, ServerSettings } from '../corefile-plan.js';
+import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
 import type { ServerRule } from '../server-flag.js';
 
 /** Where one zone's queries go, and how its answers are cached. */
@@ -18,26 +18,11 @@ export interface ZonePlan {
 }
 
 /** A Corefile of nodelocaldns.yaml's shape, as the forwarder runs it. */
-export interface NodeLocalPlan {
-  readonly listenAddresses: readonly string[];
-  readonly port: number;
+export interface NodeLocalPlan extends ProcessPlan {
   /** Every block but the root zone's, as `--server=/zone/` rules. */
   readonly rules: readonly ServerRule[];
   /** The `.` block; undefined when there is none (then names outside every zone are REFUSED). */
   readonly root: ZonePlan | undefined;
-  /** Entries of the one cache: the largest block's capacity. */
-  readonly cacheSize: number;
-  /** `prometheus [ADDRESS]`: where the forwarder's /metrics listens. */
-  readonly metrics: HostPort | undefined;
-  /** `health [ADDRESS]`: where /health answers. */
-  readonly health: HostPort | undefined;
-  readonly lameduckMs: number | undefined;
-  readonly logQueries: boolean;
-  readonly loopDetect: boolean;
-  readonly prefetchHits: number | undefined;
-  /** `reload [INTERVAL]`: how often the Corefile is read again; undefined without `reload`. */
-  readonly reloadMs: number | undefined;
-  readonly forwardMax: number | undefined;
 }
 
 /**
