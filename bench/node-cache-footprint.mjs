@@ -4,11 +4,10 @@
 // binary's ~51 MiB), and how often each name reached the upstream over a warm-up from 64 client
 // ports (dnsperf's), read from the summed coredns_forward_requests_total. Each worker has its own
 // cache today, so a name is fetched once per worker that a client port hashes to.
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, node22Binary } from '@cluster-dns/testkit';
+import { freePort, loopbackNodeCacheArgs, node22Binary } from '@cluster-dns/testkit';
 import { imageNodeOptions, startUpstream } from './cache-memory.mjs';
-import { ROOT, round, runDnsperf, SCRATCH, SERVER_CORE, startOurs, statusMiB, tools, writeQueryFile } from './lib.mjs';
+import { ROOT, round, runDnsperf, SERVER_CORE, startOurs, statusMiB, tools, writeQueryFile } from './lib.mjs';
 import { steadyMemory } from './scale.mjs';
 
 export async function runNodeCacheFootprint({ row, note, count = 10_000, workerCounts = [1, 2, 4, 8] }) {
@@ -23,30 +22,13 @@ export async function runNodeCacheFootprint({ row, note, count = 10_000, workerC
   const caseName = `11. node cache footprint: ${count.toLocaleString('en-US')} answers, by workers (the image's bundle and heap flags, Node 22)`;
   try {
     for (const workers of workerCounts) {
-      const dir = mkdtempSync(join(SCRATCH, 'node-cache-'));
       const port = await freePort();
       const metricsPort = await freePort();
-      writeFileSync(
-        join(dir, 'Corefile.base'),
-        `.:${port} {\n    bind 127.0.0.1\n    cache 3600 {\n        success ${count * 2}\n    }\n    forward . 127.0.0.1:${upstream.port}\n    prometheus 127.0.0.1:${metricsPort}\n}\n`,
-      );
-      writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
+      const corefile = `.:${port} {\n    bind 127.0.0.1\n    cache 3600 {\n        success ${count * 2}\n    }\n    forward . 127.0.0.1:${upstream.port}\n    prometheus 127.0.0.1:${metricsPort}\n}\n`;
       const cache = await startOurs(
         'forwarder',
-        [
-          '-localip=127.0.0.1',
-          '-setupinterface=false',
-          '-setupiptables=false',
-          '-conf=',
-          `-basecorefile=${join(dir, 'Corefile.base')}`,
-          `-kubednscm=${dir}`,
-          `-resolv-file=${join(dir, 'resolv.conf')}`,
-          `-metrics-listen-address=127.0.0.1:${await freePort()}`,
-          '-notify-listen-address=',
-          `-workers=${workers}`,
-          // Every dnsperf client shares 127.0.0.1: the per-client rate would refuse most of the warm-up.
-          '-client-qps=0',
-        ],
+        // Every dnsperf client shares 127.0.0.1: the per-client rate would refuse most of the warm-up.
+        await loopbackNodeCacheArgs(corefile, [`-workers=${workers}`, '-client-qps=0']),
         SERVER_CORE,
         { NODE_OPTIONS: imageNodeOptions('node-cache') },
         join(ROOT, 'packages/forwarder/bundle/node-cache-main.js'),

@@ -2,9 +2,8 @@ import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, launchProcess, node22Binary } from '@cluster-dns/testkit';
+import { freePort, launchProcess, loopbackNodeCacheArgs, node22Binary } from '@cluster-dns/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 
 // Node-local mode's default worker count from the CPU it is given: started in a cgroup made here
 // with a CFS quota, as a container with a CPU limit is, the node cache reads the quota and starts

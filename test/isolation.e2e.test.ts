@@ -7,6 +7,7 @@ import {
   freePort,
   type LaunchedProcess,
   launchProcess,
+  loopbackNodeCacheArgs,
   node22Binary,
   startTestUpstream,
   type TestUpstream,
@@ -23,7 +24,6 @@ import {
   type Rr,
 } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 
 // One misbehaving client must not take DNS from the others: each defence, through the real
 // process on loopback, in the four shapes it runs in (the Pod's forwarder and node-local mode,

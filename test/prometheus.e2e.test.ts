@@ -3,11 +3,18 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, hasCommand, type LaunchedProcess, launchProcess, runCommand, waitFor } from '@cluster-dns/testkit';
+import {
+  freePort,
+  hasCommand,
+  type LaunchedProcess,
+  launchProcess,
+  loopbackNodeCacheArgs,
+  runCommand,
+  waitFor,
+} from '@cluster-dns/testkit';
 import { QTYPE, queryDns } from '@cluster-dns/wire';
 import { loadYaml } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 import { dist, type Stack, startStack } from './support/stack.js';
 
 // A real Prometheus scraping the three metrics endpoints of the stack and a node cache, labelled

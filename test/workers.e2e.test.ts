@@ -1,9 +1,16 @@
 import dgram from 'node:dgram';
 import { fileURLToPath } from 'node:url';
-import { fixtures, freePort, launchProcess, node22Binary, runCommand, waitFor } from '@cluster-dns/testkit';
+import {
+  fixtures,
+  freePort,
+  launchProcess,
+  loopbackNodeCacheArgs,
+  node22Binary,
+  runCommand,
+  waitFor,
+} from '@cluster-dns/testkit';
 import { buildQueryMessage, decodeMessage, encodeMessage, QCLASS, QTYPE, queryDns } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loopbackNodeCacheArgs } from './support/loopback-node-cache.js';
 import { baseCluster, startStack } from './support/stack.js';
 
 // --workers=2 on a Node 22 binary (SO_REUSEPORT), as the images run it: two forwarders on one

@@ -24,6 +24,7 @@ export {
 } from './malformed.js';
 export { loadManifestFolder } from './manifests.js';
 export { createNetns, linkNetns, type Netns, netnsUnavailable } from './netns.js';
+export { loopbackNodeCacheArgs } from './node-cache-args.js';
 export { node22Binary } from './node22.js';
 export { ObjectStore, type StoredEvent, type WatchEventType } from './object-store.js';
 export { type LaunchedProcess, type LaunchOptions, type LogLine, launchProcess } from './process-launcher.js';

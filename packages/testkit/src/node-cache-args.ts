@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@cluster-dns/testkit';
+import { freePort } from './free-port.js';
 
 /**
- * The arguments that run node-cache-main.js on loopback, without a link or rules, from this
- * Corefile: it and a resolv.conf are written to a folder of their own (also the kube-dns ConfigMap
- * folder, empty), and its setup metrics go to a free port. `extra` flags follow.
+ * node-cache-main.js's flags for a test or a bench run, on loopback without a link or rules, from
+ * this Corefile: it and a resolv.conf are written to a folder of their own (also the kube-dns
+ * ConfigMap folder, empty), and its setup metrics go to a free port. `extra` flags follow.
  */
 export async function loopbackNodeCacheArgs(corefile: string, extra: readonly string[] = []): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'node-cache-'));
