@@ -7,7 +7,6 @@ import {
   finishFromTemplate,
   type Next,
   type PlainQuestion,
-  questionOctetsOf,
   RCODE,
   RCODE_MASK,
   type Reply,
@@ -15,13 +14,13 @@ import {
   turnRecords,
 } from '@cluster-dns/wire';
 import {
-  type CachedReply,
+  type AnswerCache,
+  type CachedAnswer,
   type CacheHit,
   type CachePolicy,
   cacheIdOf,
   cacheKeyOf,
   cacheTtlOf,
-  type ReplyCache,
   toCachedReply,
 } from './cache.js';
 import type { ForwarderRequest } from './forwarder-request.js';
@@ -33,7 +32,7 @@ export const STALE_CLIENT_TIMER_MS = 1800;
 export const STALE_RECHECK_MS = 30_000;
 
 export interface CacheStageDeps {
-  cache: ReplyCache;
+  cache: AnswerCache;
   policy: CachePolicy;
   /** Push invalidation (zone-sync.ts): which zones are pushed, and their eviction epochs. */
   push?: {
@@ -94,7 +93,8 @@ export class CacheStage implements Stage<ForwarderRequest> {
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     const q = request.query;
     const hit = this.deps.cache.lookup(q);
-    if (hit === undefined || hit.stale) return this.miss(request, cacheIdOf(q), hit, next);
+    const id = cacheIdOf(q);
+    if (hit === undefined || hit.stale) return this.miss(request, id, hit, next);
     const { entry } = hit;
     this.countHit(entry);
     if (this.deps.logQueries)
@@ -104,9 +104,9 @@ export class CacheStage implements Stage<ForwarderRequest> {
         from: request.context.remoteAddress,
         answer: 'cached',
       });
-    if (this.prefetchDue(entry, hit.remainingSeconds)) {
+    if (this.prefetchWindow(entry, hit.remainingSeconds) && !this.inflight.has(id)) {
       this.counts.prefetches++;
-      void this.ask(request, hit.entry.key.id, next);
+      void this.ask(request, id, next);
     }
     const reply = finishFromTemplate(entry.wire, q, request.limitBytes, {
       ttlOffsets: hit.remainingSeconds === entry.ttlSeconds ? undefined : entry.ttlOffsets,
@@ -122,15 +122,15 @@ export class CacheStage implements Stage<ForwarderRequest> {
   /**
    * The express lane's half (hit-lane.ts): the reply serve() would make for a plain query whose
    * fresh entry is here, made from the query's octets, or undefined — absent, expired (serve-stale
-   * decides) or due for a prefetch (serve starts it) — for the whole way through the chain.
+   * decides), in its prefetch window (serve starts the prefetch) or overwritten by another worker
+   * while it was read (a shared store) — for the whole way through the chain.
    */
   hitAtOnce(raw: Buffer, q: PlainQuestion, udpPayloadBytes: number): Buffer | undefined {
     const { cache } = this.deps;
-    const entry = cache.findByOctets(questionOctetsOf(raw, q.questionEnd), q.dnssecOk);
+    const entry = cache.findPlain(raw, q);
     if (entry === undefined) return undefined;
     const remaining = cache.remainingSeconds(entry);
-    if (remaining <= 0 || this.prefetchDue(entry, remaining)) return undefined;
-    this.countHit(entry);
+    if (remaining <= 0 || this.prefetchWindow(entry, remaining)) return undefined;
     const reply = answerPlainQuery(
       entry.wire,
       raw,
@@ -138,24 +138,23 @@ export class CacheStage implements Stage<ForwarderRequest> {
       udpPayloadBytes,
       remaining === entry.ttlSeconds ? undefined : entry.ttlOffsets,
       remaining,
+      cache.askedCase,
     );
+    if (!cache.confirm(entry)) return undefined;
+    this.countHit(entry);
     return entry.turn ? turnRecords(reply, entry.turn, this.turns++) : reply;
   }
 
-  private countHit(entry: CachedReply): void {
+  private countHit(entry: CachedAnswer): void {
     this.counts.hits++;
     if (entry.denial) this.counts.denialHits++;
-    entry.hits++;
+    this.deps.cache.countHit(entry);
   }
 
-  private prefetchDue(entry: CachedReply, remainingSeconds: number): boolean {
+  /** Asked often enough, and little enough TTL left, for a prefetch (unless one is out already). */
+  private prefetchWindow(entry: CachedAnswer, remainingSeconds: number): boolean {
     const { prefetchHits } = this.deps;
-    return (
-      prefetchHits > 0 &&
-      entry.hits >= prefetchHits &&
-      remainingSeconds <= entry.prefetchBelowSeconds &&
-      !this.inflight.has(entry.key.id)
-    );
+    return prefetchHits > 0 && entry.hits >= prefetchHits && remainingSeconds <= entry.prefetchBelowSeconds;
   }
 
   private miss(
@@ -191,6 +190,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
     const q = request.query;
     // A zone change dropped while this was out may have been answered from the old state.
     const epoch = this.deps.push?.epochOf(q.key) ?? 0;
+    const token = this.deps.cache.writeToken();
     request.repliesFromResolved = true;
     const replied = next(request);
     if (!(replied instanceof Promise)) return replied;
@@ -221,7 +221,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
           this.deps.now(),
           resolved.fromNames,
         );
-        if (epoch === (this.deps.push?.epochOf(q.key) ?? 0)) this.deps.cache.set(entry);
+        if (epoch === (this.deps.push?.epochOf(q.key) ?? 0)) this.deps.cache.set(entry, token);
         return { template: entry.wire, rcode: resolved.scanned.rcode };
       })
       .finally(() => this.inflight.delete(id));
@@ -236,7 +236,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
     return buildBareResponse(q, outcome.rcode, { recursionAvailable: true, udpPayloadBytes: request.udpPayloadBytes });
   }
 
-  private serveStale(request: ForwarderRequest, stale: CachedReply): Buffer {
+  private serveStale(request: ForwarderRequest, stale: CachedAnswer): Buffer {
     this.counts.staleServed++;
     return finishFromTemplate(stale.wire, request.query, request.limitBytes, {
       ttlOffsets: stale.ttlOffsets,
@@ -250,7 +250,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
    * at the timer. A failure (no answer, SERVFAIL or REFUSED from every server) serves the stale
    * answer and holds it for the recheck time.
    */
-  private raceStale(request: ForwarderRequest, id: string, stale: CachedReply, pending: Promise<Outcome>) {
+  private raceStale(request: ForwarderRequest, id: string, stale: CachedAnswer, pending: Promise<Outcome>) {
     return new Promise<Reply>((resolve) => {
       let answered = false;
       const timer = setTimeout(() => {

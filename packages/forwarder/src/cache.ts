@@ -7,6 +7,7 @@ import {
   isInZone,
   nameHashOf,
   type ParsedQuery,
+  type PlainQuestion,
   QTYPE,
   questionOctetsOf,
   RCODE,
@@ -39,8 +40,30 @@ export function cacheKeyOf(q: ParsedQuery): CacheKey {
   return { name: q.key, qtype: q.qtype, qclass: q.qclass, dnssecOk: q.edns?.dnssecOk ?? false, id: cacheIdOf(q) };
 }
 
-/** One cached reply: wire bytes (ID 0, no OPT, every TTL set to the entry's TTL) and where its TTLs are. */
-export interface CachedReply {
+/**
+ * What a hit reads of an entry, whichever cache holds it (ReplyCache's own entries, or a view of
+ * the shared store's bytes): the reply's wire bytes (ID 0, no OPT, every TTL set to the entry's
+ * TTL) and where its TTLs are, and what serving it depends on.
+ */
+export interface CachedAnswer {
+  readonly wire: Buffer;
+  readonly ttlOffsets: readonly number[];
+  readonly ttlSeconds: number;
+  readonly storedAtMs: number;
+  /** Its route's kind, for the serve-stale policy (answers of `--server` routes may be kept from it). */
+  readonly routeKind: RouteKind;
+  /** Hits since it was stored, for prefetch. */
+  readonly hits: number;
+  /** Prefetch once this many seconds or fewer are left (prefetchThreshold). */
+  readonly prefetchBelowSeconds: number;
+  /** NXDOMAIN or NODATA (CoreDNS's cache "denial" type), else "success". */
+  readonly denial: boolean;
+  /** The A or AAAA records served in a turning order (its route's `loadbalance`), if any. */
+  readonly turn: TurnRun | undefined;
+}
+
+/** One cached reply as it is made from an upstream's answer, and as ReplyCache keeps it. */
+export interface CachedReply extends CachedAnswer {
   readonly key: CacheKey;
   /** Hash of the question name's canonical octets (wire's nameHashOf), what a hit looks it up by. */
   readonly nameHash: number;
@@ -48,33 +71,60 @@ export interface CachedReply {
   readonly nameEnd: number;
   /** The question's octets (name in canonical case, type, class) as a latin1 string: the express lane's key. */
   readonly questionOctets: string;
-  readonly wire: Buffer;
-  readonly ttlOffsets: readonly number[];
-  readonly ttlSeconds: number;
-  readonly storedAtMs: number;
   /** The route this came through: a config change that moves the route drops it. */
   readonly routeId: string;
-  /** Its kind, for the serve-stale policy (answers of `--server` routes may be kept from it). */
-  readonly routeKind: RouteKind;
   /** Every owner name in the reply (question, answers, additionals): what a zone change drops it by. */
   readonly names: readonly Fqdn[];
-  /** Hits since it was stored, for prefetch. */
   hits: number;
-  /** Prefetch once this many seconds or fewer are left (prefetchThreshold). */
-  readonly prefetchBelowSeconds: number;
   /** The cache's insertion count when this entry last moved to the LRU's newest end (ReplyCache's). */
   lruMark: number;
-  /** NXDOMAIN or NODATA (CoreDNS's cache "denial" type), else "success". */
-  readonly denial: boolean;
-  /** The A or AAAA records served in a turning order (its route's `loadbalance`), if any. */
-  readonly turn: TurnRun | undefined;
 }
 
 /** A hit: fresh (remaining TTL above 0), or stale (expired, kept for serve-stale). */
 export interface CacheHit {
-  entry: CachedReply;
+  entry: CachedAnswer;
   remainingSeconds: number;
   stale: boolean;
+}
+
+/**
+ * A cache of replies as the cache stage uses it: ReplyCache (one thread's, bounded by entries) or
+ * the shared store (shared-cache/, every worker's, bounded by bytes too).
+ */
+export interface AnswerCache {
+  readonly maxEntries: number;
+  readonly size: number;
+  /** Entries holding a denial (NXDOMAIN or NODATA); the rest are successes. */
+  readonly denialEntries: number;
+  readonly counts: Readonly<CacheCounts>;
+  /** Whole seconds of TTL left to an entry: 0 or less once expired. */
+  remainingSeconds(entry: CachedAnswer): number;
+  /** The entry answering this query and its remaining TTL, or undefined when absent or past serving. */
+  lookup(q: ParsedQuery): CacheHit | undefined;
+  /**
+   * The entry for a plain query (readPlainQuery), fresh or not, or undefined. What it returns may
+   * be a view that is only good until the next call, and whose bytes must be confirmed whole
+   * (confirm) once read. `askedCase` says whether a reply made from it must copy the asker's
+   * spelling of the name (found in any case) or already has it.
+   */
+  findPlain(raw: Buffer, q: PlainQuestion): CachedAnswer | undefined;
+  readonly askedCase: boolean;
+  /** True when what was read of the entry findPlain gave is whole (no writer took its place meanwhile). */
+  confirm(entry: CachedAnswer): boolean;
+  /** A hit on the entry findPlain or lookup gave, for prefetch. */
+  countHit(entry: CachedAnswer): void;
+  /**
+   * Taken before an answer is asked for: set() with it keeps the answer only if no entry was
+   * dropped since (a zone change while it was out may have been answered from the old state).
+   */
+  writeToken(): number;
+  set(entry: CachedReply, token?: number): void;
+  /** Drops every entry that holds one of these names (as question, answer or additional owner). */
+  evictNames(names: Iterable<Fqdn>): number;
+  /** Drops every entry whose question lies in `zone`. */
+  flushZone(zone: Fqdn): number;
+  /** Drops entries whose route is no longer the one `routeIdOf` gives for their question. */
+  dropStale(routeIdOf: (name: Fqdn) => string): number;
 }
 
 /** What the cache itself counts (the cache stage counts hits and misses). */
@@ -179,8 +229,16 @@ export function prefetchThreshold(ttlSeconds: number, random: () => number = Mat
  * The cache's clock, in ms: monotonic, as Go's time that CoreDNS counts TTLs with. Every use is an
  * interval (a TTL counted down, a recheck or case-blind period); on the wall clock an NTP step back
  * would serve TTLs above what the upstream gave, and a step forward expire the whole cache at once.
+ * The system's monotonic clock, not the thread's: each worker thread's performance.now() counts
+ * from its own start, and workers share a cache whose entries carry the time they were stored.
  */
-export const monotonicMs = (): number => performance.now();
+export const monotonicMs = (): number => performance.now() + MONOTONIC_OFFSET_MS;
+const MONOTONIC_OFFSET_MS = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+
+/** Whole seconds of TTL left to an entry at `nowMs`: 0 or less once expired. */
+export function remainingSecondsOf(entry: CachedAnswer, nowMs: number): number {
+  return entry.ttlSeconds - Math.floor((nowMs - entry.storedAtMs) / 1000);
+}
 
 /**
  * The LRU cache of replies (lru-cache), bounded by entries. The caller copies a hit's bytes once,
@@ -188,7 +246,7 @@ export const monotonicMs = (): number => performance.now();
  * more (RFC 8767 serve-stale; 0 drops it on read), and every entry is indexed by the names in it,
  * so a zone change drops exactly the entries that hold a changed name.
  */
-export class ReplyCache {
+export class ReplyCache implements AnswerCache {
   private readonly lru: LRUCache<string, CachedReply> | undefined;
   /**
    * Entries by every name they hold, for a zone change's drops: the entry itself while a name is
@@ -250,9 +308,31 @@ export class ReplyCache {
     return this.denials;
   }
 
-  /** Whole seconds of TTL left to an entry: 0 or less once expired. */
-  remainingSeconds(entry: CachedReply): number {
-    return entry.ttlSeconds - Math.floor((this.now() - entry.storedAtMs) / 1000);
+  remainingSeconds(entry: CachedAnswer): number {
+    return remainingSecondsOf(entry, this.now());
+  }
+
+  /** Found by the question's octets as asked: a reply made from it has the asker's spelling already. */
+  readonly askedCase = false;
+
+  findPlain(raw: Buffer, q: PlainQuestion): CachedReply | undefined {
+    return this.findByOctets(questionOctetsOf(raw, q.questionEnd), q.dnssecOk);
+  }
+
+  /** Entries are this thread's own objects: what was read of one is always whole. */
+  confirm(_entry: CachedAnswer): boolean {
+    return true;
+  }
+
+  countHit(entry: CachedAnswer): void {
+    (entry as CachedReply).hits++;
+  }
+
+  /** Entries dropped so far (evictNames, flushZone, dropStale): see AnswerCache.writeToken. */
+  private drops = 0;
+
+  writeToken(): number {
+    return this.drops;
   }
 
   /** The entry answering this query and its remaining TTL, or undefined when absent or past serving. */
@@ -311,8 +391,8 @@ export class ReplyCache {
     }
   }
 
-  set(entry: CachedReply): void {
-    if (!this.lru) return;
+  set(entry: CachedReply, token?: number): void {
+    if (!this.lru || (token !== undefined && token !== this.drops)) return;
     this.lru.set(entry.key.id, entry);
     if (this.lru.peek(entry.key.id) !== entry) return;
     if (entry.denial) this.denials++;
@@ -346,6 +426,7 @@ export class ReplyCache {
 
   /** Drops every entry that holds one of these names (as question, answer or additional owner). */
   evictNames(names: Iterable<Fqdn>): number {
+    this.drops++;
     let dropped = 0;
     for (const name of names) {
       const held = this.byName.get(name);
@@ -366,6 +447,7 @@ export class ReplyCache {
   }
 
   private dropWhere(drop: (entry: CachedReply) => boolean): number {
+    this.drops++;
     if (!this.lru) return 0;
     let dropped = 0;
     for (const entry of [...this.lru.values()]) if (drop(entry) && this.lru.delete(entry.key.id)) dropped++;

@@ -118,6 +118,7 @@ export {
 export {
   type Edns,
   nameHashOf,
+  nameHashWith,
   opcodeOf,
   type ParsedQuery,
   PlainQuestion,
@@ -126,6 +127,7 @@ export {
   questionOctetsOf,
   readPlainQuery,
   sameNameOctets,
+  sameNameOctetsAt,
 } from './query.js';
 export { assembleReply, copyRecord, copyWithoutOpt, recordTarget } from './record-copy.js';
 export { findTurnRun, type TurnRun, turnRecords } from './record-turn.js';

@@ -62,7 +62,15 @@ export function opcodeOf(raw: Buffer): number {
  * start, so nobody can work out offline a set of names that all fall on one hash.
  */
 export function nameHashOf(octets: Uint8Array, start: number, end: number): number {
-  let hash = HASH_BASIS;
+  return nameHashWith(HASH_BASIS, octets, start, end);
+}
+
+/**
+ * nameHashOf with an offset basis of the caller's: what threads that share one table must use,
+ * since each thread draws its own HASH_BASIS.
+ */
+export function nameHashWith(basis: number, octets: Uint8Array, start: number, end: number): number {
+  let hash = basis;
   for (let i = start; i < end; i++) hash = Math.imul(hash ^ ((octets[i] as number) | 0x20), FNV_PRIME);
   return hash;
 }
@@ -72,9 +80,20 @@ const FNV_PRIME = 0x01000193;
 
 /** True when the names at `a`[start..) and `b`[start..) are the same octets but for ASCII case. */
 export function sameNameOctets(a: Uint8Array, b: Uint8Array, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) {
-    const x = a[i] as number;
-    const y = b[i] as number;
+  return sameNameOctetsAt(a, start, b, start, end - start);
+}
+
+/** sameNameOctets for `length` octets from `aStart` in `a` and `bStart` in `b`. */
+export function sameNameOctetsAt(
+  a: Uint8Array,
+  aStart: number,
+  b: Uint8Array,
+  bStart: number,
+  length: number,
+): boolean {
+  for (let i = 0; i < length; i++) {
+    const x = a[aStart + i] as number;
+    const y = b[bStart + i] as number;
     // Equal, or a letter in both cases: they differ in the 0x20 bit alone and that bit set gives a-z.
     if (x !== y && ((x ^ y) !== 0x20 || ((x | 0x20) - 0x61) >>> 0 > 25)) return false;
   }

@@ -141,7 +141,8 @@ export function finishFromTemplate(
  * finishFromTemplate for a plain query (readPlainQuery) whose template was found by the query's
  * own question octets (questionOctetsOf), as the express lanes find theirs: the limit and OPT from
  * its EDNS, and the name left as the template spells it, which is as asked. `ttlOffsets` set to
- * `ttlSeconds` as in TemplatePatch.
+ * `ttlSeconds` as in TemplatePatch. `askedCase` true copies the asker's spelling of the name over
+ * the template's, for a template found by the name in any case.
  */
 export function answerPlainQuery(
   template: Buffer,
@@ -150,6 +151,7 @@ export function answerPlainQuery(
   udpPayloadBytes: number,
   ttlOffsets?: readonly number[],
   ttlSeconds = 0,
+  askedCase = false,
 ): Buffer {
   const edns = question.ednsUdpSize !== 0;
   return patchTemplate(
@@ -160,7 +162,7 @@ export function answerPlainQuery(
     edns ? plainOpt(udpPayloadBytes, question.dnssecOk) : undefined,
     ttlOffsets,
     ttlSeconds,
-    false,
+    askedCase,
   );
 }
 
