@@ -113,7 +113,7 @@ describe.skipIf('unavailable' in node22)('forwarder --workers=2 (Node 22, SO_REU
     const serial = (await queryDns({ host: '127.0.0.1', port: stack.rbPort }, 'cluster.local', QTYPE.SOA)).answers[0]
       ?.soa?.serial;
     expect(metric(after, 'clusterdns_forwarder_zone_serial{zone="cluster.local."}')).toBe(serial);
-    expect(metric(after, 'clusterdns_forwarder_cache_invalidated_total')).toBeGreaterThanOrEqual(2);
+    expect(metric(after, 'clusterdns_forwarder_cache_invalidated_total')).toBeGreaterThanOrEqual(1);
 
     // dnsmasq's statistics over DNS: the sum of both workers, whichever one is asked.
     const hits = metric(after, 'clusterdns_forwarder_cache_hits_total');

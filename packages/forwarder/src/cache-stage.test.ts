@@ -11,24 +11,42 @@ import {
   scanResponse,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { ReplyCache } from './cache.js';
+import { type AnswerCache, ReplyCache } from './cache.js';
 import { CacheStage } from './cache-stage.js';
 import { type ForwarderRequest, RESOLVED } from './forwarder-request.js';
 import type { Resolved } from './resolution.js';
+import { createSharedAnswerMemory, SharedAnswerStore } from './shared-cache/shared-answer-store.js';
 import { askThrough, requestFor, resolvedAnswer, testRoute } from './test-chain.js';
+
+/** Each test runs over both caches: a worker's own, and the store every worker shares. */
+type Store = 'per-worker' | 'shared';
+const STORES: Store[] = ['per-worker', 'shared'];
+const cacheOf = (store: Store, now: () => number, memory?: SharedArrayBuffer): AnswerCache =>
+  store === 'shared'
+    ? new SharedAnswerStore(memory ?? createSharedAnswerMemory({ maxEntries: 100, ringBytes: 64 * 1024 }), now, 86_400)
+    : new ReplyCache(100, now, 86_400);
 
 /**
  * The cache stage in front of a fake forward stage: `answer` decides what "upstream" says (a
  * Resolved, or undefined for no answer at all), or `refuse` makes it answer REFUSED at once.
  */
-function cacheUnderTest(options: { negativeCache?: boolean; pushed?: boolean; prefetchHits?: number } = {}) {
+function cacheUnderTestOf(
+  options: {
+    negativeCache?: boolean;
+    pushed?: boolean;
+    prefetchHits?: number;
+    store?: Store;
+    /** Another worker's: the shared store's memory. */
+    memory?: SharedArrayBuffer;
+  } = {},
+) {
   let nowMs = 1_000_000;
   const asked: Fqdn[] = [];
   let answer: (name: Fqdn, qtype: number) => Promise<Resolved | undefined> = async (name, qtype) =>
     resolvedAnswer(name, qtype, { address: '192.0.2.1' });
   let refuse = false;
   let epoch = 0;
-  const cache = new ReplyCache(100, () => nowMs, 86_400);
+  const cache = cacheOf(options.store ?? 'per-worker', () => nowMs, options.memory);
   const stage = new CacheStage({
     cache,
     policy: {
@@ -85,7 +103,9 @@ function gated() {
   return { gate, release };
 }
 
-describe('the cache stage, without sockets', () => {
+describe.each(STORES)('the cache stage over a %s cache, without sockets', (store) => {
+  const cacheUnderTest = (options: Parameters<typeof cacheUnderTestOf>[0] = {}) =>
+    cacheUnderTestOf({ store, ...options });
   it('asks once, then answers from the cache with the remaining TTL, the asker’s ID and spelling', async () => {
     const c = cacheUnderTest();
     expect((await c.ask('www.example.org')).answers.map((a) => [a.address, a.ttl])).toEqual([['192.0.2.1', 60]]);
@@ -195,7 +215,8 @@ describe('the cache stage, without sockets', () => {
   });
 });
 
-describe('loadbalance: a route’s cached A records served in a turning order', () => {
+describe.each(STORES)('loadbalance over a %s cache: a route’s cached A records served in a turning order', (store) => {
+  const cacheUnderTest = () => cacheUnderTestOf({ store });
   const threeAddresses = (loadbalance: boolean) => async (name: Fqdn, qtype: number) => {
     const wire = encodeMessage({
       id: 0,
@@ -213,7 +234,7 @@ describe('loadbalance: a route’s cached A records served in a turning order', 
     });
     return { wire, scanned: scanResponse(wire), route: { ...testRoute(), loadbalance } } satisfies Resolved;
   };
-  const firstOf = async (c: ReturnType<typeof cacheUnderTest>) =>
+  const firstOf = async (c: ReturnType<typeof cacheUnderTestOf>) =>
     (await c.ask('pool.example.org')).answers.map((a) => a.address);
 
   it('starts each hit one record further on, every record still there with the remaining TTL', async () => {
@@ -236,5 +257,58 @@ describe('loadbalance: a route’s cached A records served in a turning order', 
     expect(new Set([(await firstOf(c)).join(), (await firstOf(c)).join()])).toEqual(
       new Set(['192.0.2.1,192.0.2.2,192.0.2.3']),
     );
+  });
+});
+
+describe('two workers over one shared store', () => {
+  it('a name one worker cached is a hit in the other, and a drop in one is gone from both', async () => {
+    const memory = createSharedAnswerMemory({ maxEntries: 100, ringBytes: 64 * 1024 });
+    const a = cacheUnderTestOf({ store: 'shared', memory });
+    const b = cacheUnderTestOf({ store: 'shared', memory });
+    await a.ask('one.example.org');
+    expect((await b.ask('ONE.example.org')).answers.map((r) => r.address)).toEqual(['192.0.2.1']);
+    expect([a.asked, b.asked]).toEqual([['one.example.org.'], []]);
+    expect(b.stage.counts).toMatchObject({ hits: 1, misses: 0 });
+    a.cache.evictNames(['one.example.org.' as Fqdn]);
+    await b.ask('one.example.org');
+    expect(b.asked).toEqual(['one.example.org.']);
+  });
+
+  it('a question both miss at once goes upstream once: the second worker waits for the first’s answer', async () => {
+    const memory = createSharedAnswerMemory({ maxEntries: 100, ringBytes: 64 * 1024 });
+    const a = cacheUnderTestOf({ store: 'shared', memory });
+    const b = cacheUnderTestOf({ store: 'shared', memory });
+    const { gate, release } = gated();
+    for (const w of [a, b])
+      w.answerWith(async (name, qtype) => {
+        await gate;
+        return resolvedAnswer(name, qtype, { address: '192.0.2.5' });
+      });
+    const first = a.ask('both.example.org', QTYPE.A, { id: 1 });
+    const second = b.ask('both.example.org', QTYPE.A, { id: 2 });
+    release();
+    expect((await Promise.all([first, second])).map((r) => [r.id, r.answers[0]?.address])).toEqual([
+      [1, '192.0.2.5'],
+      [2, '192.0.2.5'],
+    ]);
+    expect([a.asked.length, b.asked.length]).toEqual([1, 0]);
+    expect(b.stage.counts.coalesced).toBe(1);
+  });
+
+  it('a waiting worker asks on its own when the first’s answer is not kept (SERVFAIL)', async () => {
+    const memory = createSharedAnswerMemory({ maxEntries: 100, ringBytes: 64 * 1024 });
+    const a = cacheUnderTestOf({ store: 'shared', memory });
+    const b = cacheUnderTestOf({ store: 'shared', memory });
+    const { gate, release } = gated();
+    a.answerWith(async () => {
+      await gate;
+      return undefined;
+    });
+    const first = a.ask('flaky.example.org');
+    const second = b.ask('flaky.example.org');
+    release();
+    expect((await first).flags.rcode).toBe(RCODE.SERVFAIL);
+    expect((await second).answers[0]?.address).toBe('192.0.2.1');
+    expect([a.asked.length, b.asked.length]).toEqual([1, 1]);
   });
 });

@@ -15,7 +15,7 @@ import {
   type Rejection,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { monotonicMs, ReplyCache } from './cache.js';
+import { type AnswerCache, monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
 import { ChaosStage } from './chaos-stage.js';
 import type { StatsSnapshot } from './chaos-stats.js';
@@ -64,6 +64,11 @@ export interface ForwarderDeps {
    * shared with the others, and /metrics is served by the main thread, which sums every worker's.
    */
   peers?: WorkerPeers;
+  /**
+   * The process's shared store (shared-cache/), when this is one worker of several: answers any
+   * worker keeps are hits in every other, and the pool's main thread reports the store's own series.
+   */
+  sharedCache?: AnswerCache;
 }
 
 export interface Forwarder extends Serving {
@@ -101,7 +106,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const isSelf = createSelfCheck(options.listenAddresses, boundPort);
   const disabled = new Set<string>();
   const loops = createLoopDetector({ log, disabled });
-  const cache = new ReplyCache(options.cacheSize, now, options.maxStaleSeconds);
+  const cache = deps.sharedCache ?? new ReplyCache(options.cacheSize, now, options.maxStaleSeconds);
+  // One store for every worker: the leader's drops reach the others through it, not by a scan each.
+  const ownDrops = deps.sharedCache ? { evictNames: () => 0, flushZone: () => 0 } : cache;
   const upstreams = new UpstreamStats((server, reason) =>
     log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason }),
   );
@@ -136,7 +143,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       ...(changed ? { changed } : {}),
       log,
     });
-  const zoneSync = deps.peers ? deps.peers.zoneSync(transfers, cache) : transfers();
+  const zoneSync = deps.peers ? deps.peers.zoneSync(transfers, ownDrops) : transfers();
 
   const { isolation } = options;
   const budget = new RouteBudget(options.forwardMax, isolation.jostleMs, () => performance.now());
@@ -184,10 +191,12 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     timeoutMs: options.forwardDeadlineMs,
     log,
   });
+  // A shared store's own counts go into the workers' sum once, by the leader's.
+  const ownsCounts = !deps.sharedCache || deps.peers?.index === 0;
   const stats = (): StatsSnapshot => ({
-    cachesize: options.cacheSize,
-    insertions: cache.counts.insertions,
-    evictions: cache.counts.evictions,
+    cachesize: ownsCounts ? options.cacheSize : 0,
+    insertions: ownsCounts ? cache.counts.insertions : 0,
+    evictions: ownsCounts ? cache.counts.evictions : 0,
     misses: cacheStage.counts.misses,
     hits: cacheStage.counts.hits,
     auth: 0,
@@ -217,7 +226,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     ...(deps.peers ? { worker: String(deps.peers.index) } : {}),
     server: serverLabel,
     queries,
-    cache,
+    cache: deps.sharedCache ? undefined : cache,
     cacheStage,
     forward,
     budget,

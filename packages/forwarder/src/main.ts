@@ -33,6 +33,7 @@ await runMain(
                 flags: '--metrics-address, --metrics-port',
               },
               reusePort: false,
+              cacheSize: options.cacheSize,
               log,
             })
           : createForwarder(options, { log });

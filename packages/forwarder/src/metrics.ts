@@ -8,7 +8,7 @@ import {
 } from '@cluster-dns/runtime';
 import type { TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
-import type { ReplyCache } from './cache.js';
+import type { AnswerCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
 import type { ClientDoor } from './isolation/client-door.js';
@@ -28,7 +28,11 @@ export interface ForwarderMetricSources {
   worker?: string;
   /** CoreDNS's `server` label: `dns://<address>:<port>`, known once listening. */
   server(): string;
-  cache: ReplyCache;
+  /**
+   * The cache whose own series (entries, evictions) this registry reports; undefined in a worker
+   * whose cache is the process's shared store, which the pool's main thread reports once.
+   */
+  cache: AnswerCache | undefined;
   cacheStage: CacheStage;
   forward: ForwardStage;
   budget: RouteBudget;
@@ -113,13 +117,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['reason'],
     () => [...upstreams.rejectedByReason].map(([reason, n]) => [{ reason }, n]),
   );
-  gaugeFrom(
-    registry,
-    'clusterdns_forwarder_cache_entries',
-    'Entries in the cache (stale ones kept for serve-stale included).',
-    [],
-    () => [[{}, cache.size]],
-  );
   labelledFrom(
     registry,
     'clusterdns_forwarder_notifies_received_total',
@@ -170,26 +167,7 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   labelledFrom(registry, 'coredns_cache_misses_total', 'Cache misses.', ['server'], () => [
     [server(), cacheStage.counts.misses],
   ]);
-  labelledFrom(
-    registry,
-    'coredns_cache_evictions_total',
-    'Live cache entries pushed out to make room, by type.',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
-      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
-    ],
-  );
-  gaugeFrom(
-    registry,
-    'coredns_cache_entries',
-    'Entries in the cache, by type: success or denial.',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'denial' }, cache.denialEntries],
-      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
-    ],
-  );
+  if (cache) createCacheMetrics(registry, cache, sources.server);
   counterFrom(
     registry,
     'coredns_forward_max_concurrent_rejects_total',
@@ -408,5 +386,40 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'coredns_dns_request_duration_seconds',
     'Time from a query arriving to its reply, by query type.',
     duration,
+  );
+}
+
+/**
+ * What a cache counts of itself: its entries and the live ones pushed out. A forwarder reports its
+ * own cache's; a pool of workers sharing one store reports the store's once, from its main thread.
+ */
+export function createCacheMetrics(registry: Registry, cache: AnswerCache, serverLabel: () => string): void {
+  const server = () => ({ server: serverLabel() });
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_cache_entries',
+    'Entries in the cache (stale ones kept for serve-stale included).',
+    [],
+    () => [[{}, cache.size]],
+  );
+  labelledFrom(
+    registry,
+    'coredns_cache_evictions_total',
+    'Live cache entries pushed out to make room, by type.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
+      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
+    ],
+  );
+  gaugeFrom(
+    registry,
+    'coredns_cache_entries',
+    'Entries in the cache, by type: success or denial.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'denial' }, cache.denialEntries],
+      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
+    ],
   );
 }

@@ -14,7 +14,7 @@ import {
   ZoneChangeReader,
   ZoneTransferError,
 } from '@cluster-dns/wire';
-import type { ReplyCache } from './cache.js';
+import type { AnswerCache } from './cache.js';
 import { type RouteTable, serverText } from './route-table.js';
 import { createZoneSync, type ZoneSync, type ZoneSyncDeps } from './zone-sync.js';
 
@@ -28,7 +28,7 @@ import { createZoneSync, type ZoneSync, type ZoneSyncDeps } from './zone-sync.js
  */
 export function createZoneTransfers(deps: {
   routes(): RouteTable;
-  cache: ReplyCache;
+  cache: AnswerCache;
   options: { forwardDeadlineMs: number; upstreamTimeoutMs: number };
   /** NOTIFY from anywhere (node-local mode): it only makes us fetch from the zone's own server. */
   notifyFromAnySource?: boolean;

@@ -21,6 +21,7 @@ describe('worker pool (--workers), with stand-in workers', () => {
       port: 0,
       metrics: { address: '127.0.0.1', port: 0, flags: '--metrics-port' },
       reusePort: false,
+      cacheSize: 100,
       log: createLogger({ component: 'test', write: (line) => lines.push(JSON.parse(line)) }),
       workerScript: new URL('./fixtures/crashing-worker.mjs', import.meta.url),
     });

@@ -147,6 +147,7 @@ export async function startCorefileForwarder(
           port: options.port,
           metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
           reusePort: false,
+          cacheSize: options.cacheSize,
           log,
         })
       : createForwarder(options, { log, config });

@@ -92,6 +92,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
             ...(options.notifyListen ? { notifyPort: options.notifyListen.port } : {}),
             metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
             reusePort: options.reusePort,
+            cacheSize: options.cacheSize,
             log,
           })
         : createForwarder(options, { log, config });

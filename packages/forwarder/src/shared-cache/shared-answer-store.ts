@@ -21,6 +21,7 @@ import {
   remainingSecondsOf,
 } from '../cache.js';
 import type { RouteKind } from '../route-table.js';
+import { FlightTable } from './flight-table.js';
 import { SpinLock } from './spin-lock.js';
 
 /**
@@ -84,6 +85,8 @@ const KINDS: readonly RouteKind[] = ['server', 'stub', 'upstream', 'local'];
 export const PROBES = 8;
 /** Questions that may be out upstream at once, shared (flight-table.ts). */
 export const FLIGHT_SLOTS = 1024;
+/** Longest a worker waits for another's answer to the same question before it asks itself. */
+export const FLIGHT_WAIT_MS = 2_000;
 /** A record bigger than this part of the ring is not kept: a few huge answers would flush the rest. */
 const MAX_RECORD_SHARE = 8;
 
@@ -153,7 +156,6 @@ export class SharedAnswerStore implements AnswerCache {
   private readonly meta: Int32Array;
   private readonly index: Int32Array;
   private readonly hitCounts: Int32Array;
-  readonly flights: Int32Array;
   private readonly ring: Uint8Array;
   private readonly ring32: Int32Array;
   private readonly ring64: Float64Array;
@@ -165,6 +167,7 @@ export class SharedAnswerStore implements AnswerCache {
   private readonly view = new RecordView();
   readonly maxEntries: number;
   readonly askedCase = true;
+  readonly flights: { claim(q: ParsedQuery): Promise<unknown> | undefined; land(q: ParsedQuery): void };
 
   constructor(
     readonly memory: SharedArrayBuffer,
@@ -177,7 +180,16 @@ export class SharedAnswerStore implements AnswerCache {
     const flightSlots = this.meta[Meta.FlightSlots] as number;
     this.index = new Int32Array(memory, META_WORDS * 4, indexSlots);
     this.hitCounts = new Int32Array(memory, (META_WORDS + indexSlots) * 4, indexSlots);
-    this.flights = new Int32Array(memory, (META_WORDS + indexSlots * 2) * 4, flightSlots * 2);
+    const table = new FlightTable(
+      new Int32Array(memory, (META_WORDS + indexSlots * 2) * 4, flightSlots * 2),
+      now,
+      FLIGHT_WAIT_MS,
+    );
+    const hashOf = (q: ParsedQuery) => {
+      const dnssecOk = q.edns?.dnssecOk === true;
+      return this.questionHash(q.raw, q.questionEnd - 4, dnssecOk);
+    };
+    this.flights = { claim: (q) => table.claim(hashOf(q)), land: (q) => table.land(hashOf(q)) };
     const ringStart = align8((META_WORDS + indexSlots * 2 + flightSlots * 2) * 4);
     this.ring = new Uint8Array(memory, ringStart, ringBytes);
     this.ring32 = new Int32Array(memory, ringStart, ringBytes / 4);
@@ -245,8 +257,8 @@ export class SharedAnswerStore implements AnswerCache {
   countHit(entry: CachedAnswer): void {
     const view = entry as RecordView;
     // A count beside the index, never in the ring: a slot taken by another record meanwhile only
-    // gets one hit too many.
-    Atomics.add(this.hitCounts, view.slot, 1);
+    // gets one hit too many. The caller's copy counts it too, as a per-worker entry would.
+    view.hits = Atomics.add(this.hitCounts, view.slot, 1) + 1;
   }
 
   lookup(q: ParsedQuery): CacheHit | undefined {

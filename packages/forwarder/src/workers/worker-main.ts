@@ -1,7 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, describeError, type Logger, levelFromVerbosity } from '@cluster-dns/runtime';
+import { monotonicMs } from '../cache.js';
 import { createForwarder, type ForwarderDeps } from '../forwarder.js';
 import type { ForwarderOptions } from '../options.js';
+import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
 import { broadcastLink, createWorkerPeers } from './worker-peers.js';
 import type { ToWorker, WorkerData } from './worker-pool.js';
 
@@ -48,7 +50,13 @@ export async function serveAsWorker(
       timeoutMs: 1_000,
       log,
     });
-    const forwarder = createForwarder(options, { log, peers, ...(built.config ? { config: built.config } : {}) });
+    const sharedCache = new SharedAnswerStore(data.cacheMemory, monotonicMs, options.maxStaleSeconds);
+    const forwarder = createForwarder(options, {
+      log,
+      peers,
+      sharedCache,
+      ...(built.config ? { config: built.config } : {}),
+    });
     const started = await forwarder.start();
     port.on('message', (message: ToWorker) => {
       if (message.t === 'metrics') {

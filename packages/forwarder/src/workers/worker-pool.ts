@@ -11,7 +11,9 @@ import {
 } from '@cluster-dns/runtime';
 import { reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import { createCacheMetrics } from '../metrics.js';
 import type { ForwarderStarted } from '../serving.js';
+import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
 import { WORKER_SCRIPTS } from '../worker-script.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
@@ -29,6 +31,8 @@ export interface WorkerData {
   notifyPort: number | undefined;
   /** The BroadcastChannel the workers share (worker-peers.ts). */
   channel: string;
+  /** The answers every worker keeps and reads (shared-cache/): made here, so a restarted worker finds them. */
+  cacheMemory: SharedArrayBuffer;
 }
 
 export type ToWorker = { t: 'metrics'; id: number } | { t: 'stop' };
@@ -57,9 +61,11 @@ export function checkWorkers(flag: string, workers: number): void {
 /**
  * --workers=N: N forwarders in worker threads of one process, each binding the DNS port with
  * SO_REUSEPORT, so the kernel spreads clients over them by address and port (node:cluster hands
- * every worker one shared UDP handle, and one worker then takes most datagrams). Each worker has
- * its own cache; worker 0 leads zone sync and the others drop what it drops (worker-peers.ts).
- * This thread serves /metrics, summed over the workers, and restarts a worker that dies.
+ * every worker one shared UDP handle, and one worker then takes most datagrams). The workers share
+ * one cache (shared-cache/, in memory this thread makes and keeps, so a worker that dies and
+ * starts again finds it whole); worker 0 leads zone sync, and its drops reach every worker through
+ * that cache (worker-peers.ts). This thread serves /metrics, summed over the workers, and restarts
+ * a worker that dies.
  */
 export function createWorkerPool(options: {
   kind: WorkerData['kind'];
@@ -73,6 +79,8 @@ export function createWorkerPool(options: {
   metrics: { address: string; port: number; flags: string };
   /** Bind /metrics with SO_REUSEPORT too (node-local mode's handover). */
   reusePort: boolean;
+  /** Entries the shared cache holds at most (--cache-size). */
+  cacheSize: number;
   log: Logger;
   /** The worker script (default: forwarder-worker.js beside this module); tests give a stand-in. */
   workerScript?: URL;
@@ -95,8 +103,11 @@ export function createWorkerPool(options: {
    */
   const retired: MetricsJson[] = [];
 
+  const cacheMemory = createSharedAnswerMemory(sharedSizingFor(options.cacheSize));
   const registry = new Registry();
   collectProcessMetrics(registry);
+  // The store's own series once, from here: every worker reads and writes the same entries.
+  createCacheMetrics(registry, new SharedAnswerStore(cacheMemory), () => `dns://${options.addresses[0] ?? ''}:${port}`);
   gaugeFrom(registry, 'clusterdns_forwarder_workers', 'Worker threads serving now (--workers).', [], () => [
     [{}, workers.filter(Boolean).length],
   ]);
@@ -118,6 +129,7 @@ export function createWorkerPool(options: {
         port,
         notifyPort,
         channel,
+        cacheMemory,
       };
       const worker = new Worker(options.workerScript ?? WORKER_SCRIPTS[options.kind], {
         workerData: data,
