@@ -65,8 +65,9 @@ export interface ForwarderDeps {
    */
   peers?: WorkerPeers;
   /**
-   * The process's shared store (shared-cache/), when this is one worker of several: answers any
-   * worker keeps are hits in every other, and the pool's main thread reports the store's own series.
+   * The cache, when not one of this forwarder's own (ReplyCache, bounded by entries): the process's
+   * shared store (shared-cache/). With peers, answers any worker keeps are hits in every other, and
+   * the pool's main thread reports the store's own series.
    */
   sharedCache?: AnswerCache;
 }
@@ -192,7 +193,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log,
   });
   // A shared store's own counts go into the workers' sum once, by the leader's.
-  const ownsCounts = !deps.sharedCache || deps.peers?.index === 0;
+  const ownsCounts = !deps.sharedCache || !deps.peers || deps.peers.index === 0;
   const stats = (): StatsSnapshot => ({
     cachesize: ownsCounts ? options.cacheSize : 0,
     insertions: ownsCounts ? cache.counts.insertions : 0,
@@ -226,7 +227,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     ...(deps.peers ? { worker: String(deps.peers.index) } : {}),
     server: serverLabel,
     queries,
-    cache: deps.sharedCache ? undefined : cache,
+    // A pool's workers share one store, whose own series the pool reports once.
+    cache: deps.sharedCache && deps.peers ? undefined : cache,
     cacheStage,
     forward,
     budget,

@@ -4,6 +4,8 @@ import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { createForwarder } from '../forwarder.js';
 import type { Serving } from '../serving.js';
+import { monotonicMs } from '../cache.js';
+import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
 import { defaultWorkers, readCpuBudget } from '../workers/cpu-budget.js';
 import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
@@ -95,7 +97,17 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
             cacheSize: options.cacheSize,
             log,
           })
-        : createForwarder(options, { log, config });
+        : createForwarder(options, {
+            log,
+            config,
+            // One worker keeps its answers in the same store as many do: bounded by bytes, and
+            // without a JavaScript object per answer (bench case 11).
+            sharedCache: new SharedAnswerStore(
+              createSharedAnswerMemory(sharedSizingFor(options.cacheSize)),
+              monotonicMs,
+              options.maxStaleSeconds,
+            ),
+          });
     const running = forwarder;
     const started = await running.start();
 

@@ -111,7 +111,9 @@ export function sharedSizingFor(maxEntries: number, ringBytes?: number): SharedA
 export function createSharedAnswerMemory(sizing: SharedAnswerSizing): SharedArrayBuffer {
   const ringBytes = pow2AtLeast(Math.max(sizing.ringBytes, 64 * 1024));
   if (ringBytes > 2 ** 30) throw new RangeError(`a shared cache of ${ringBytes} bytes: at most 1 GiB`);
-  const indexSlots = pow2AtLeast(Math.max(2 * sizing.maxEntries, PROBES * 4));
+  // A quarter full at most: a question's PROBES slots are then all taken by others (and the oldest
+  // of them evicted early) for about 1 in 100,000 answers; at half full it was 7 in 10,000.
+  const indexSlots = pow2AtLeast(Math.max(4 * sizing.maxEntries, PROBES * 4));
   const bytes = align8((META_WORDS + indexSlots * 2 + FLIGHT_SLOTS * 2) * 4) + ringBytes;
   const memory = new SharedArrayBuffer(bytes);
   const meta = new Int32Array(memory, 0, META_WORDS);
