@@ -9,7 +9,7 @@ import { createWorkerPool } from '../src/workers/worker-pool.js';
 const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
 
 describe('worker pool (--workers), with stand-in workers', () => {
-  it('starts a worker that dies again, sums every worker at /metrics (the dead one’s counts kept), and drains them all on shutdown', async () => {
+  it('starts a worker that dies again with the cache it left, sums every worker at /metrics (the dead one’s counts kept), and drains them all on shutdown', async () => {
     process.env.CRASHING_WORKER_MARKER = join(mkdtempSync(join(tmpdir(), 'pool-')), 'crashed');
     const lines: Array<Record<string, unknown>> = [];
     const pool = createWorkerPool({
@@ -43,6 +43,9 @@ describe('worker pool (--workers), with stand-in workers', () => {
     expect(metric(text, 'clusterdns_forwarder_cache_hits_total')).toBe(4);
     // The process's own series once.
     expect(text.match(/^process_resident_memory_bytes /gm)?.length).toBe(1);
+    // The cache outlived the worker that kept an answer in it: started again, it finds the answer.
+    expect(metric(text, 'standin_kept_answer_found')).toBe(1);
+    expect(metric(text, 'clusterdns_forwarder_cache_entries')).toBe(1);
     expect(lines.some((l) => l.msg === 'worker exited; starting it again' && l.worker === 1 && l.code === 3)).toBe(
       true,
     );
