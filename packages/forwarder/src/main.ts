@@ -3,7 +3,7 @@ import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { startCorefileForwarder } from './corefile-mode/corefile-forwarder.js';
 import { createForwarder } from './forwarder.js';
 import { forwarderFlags, toForwarderOptions } from './options.js';
-import { checkWorkers, createWorkerPool } from './workers/worker-pool.js';
+import { checkWorkers, createWorkerPool, forwarderLeader } from './workers/worker-pool.js';
 
 const hooks = nodeProcessHooks();
 await runMain(
@@ -34,6 +34,8 @@ await runMain(
               },
               reusePort: false,
               cacheSize: options.cacheSize,
+              maxStaleSeconds: options.maxStaleSeconds,
+              leader: forwarderLeader(options),
               log,
             })
           : createForwarder(options, { log });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@cluster-dns/runtime';
 import { waitFor } from '@cluster-dns/testkit';
+import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createWorkerPool } from '../src/workers/worker-pool.js';
 
@@ -12,6 +13,8 @@ describe('worker pool (--workers), with stand-in workers', () => {
   it('starts a worker that dies again with the cache it left, sums every worker at /metrics (the dead one’s counts kept), and drains them all on shutdown', async () => {
     process.env.CRASHING_WORKER_MARKER = join(mkdtempSync(join(tmpdir(), 'pool-')), 'crashed');
     const lines: Array<Record<string, unknown>> = [];
+    const leaderRegistry = new Registry();
+    new Counter({ name: 'clusterdns_forwarder_cache_hits_total', help: 'h', registers: [leaderRegistry] }).inc();
     const pool = createWorkerPool({
       kind: 'forwarder',
       program: 'forwarder',
@@ -22,6 +25,13 @@ describe('worker pool (--workers), with stand-in workers', () => {
       metrics: { address: '127.0.0.1', port: 0, flags: '--metrics-port' },
       reusePort: false,
       cacheSize: 100,
+      maxStaleSeconds: 0,
+      // Worker 0 in this thread: a stand-in that has counted one hit, as the others.
+      leader: () => ({
+        start: async () => ({ port: 5353, addresses: ['127.0.0.1'], metricsPort: 0 }),
+        shutdown: async () => {},
+        metricsJson: () => leaderRegistry.getMetricsAsJSON(),
+      }),
       log: createLogger({ component: 'test', write: (line) => lines.push(JSON.parse(line)) }),
       workerScript: new URL('./fixtures/crashing-worker.mjs', import.meta.url),
     });

@@ -15,7 +15,7 @@ import { type ForwarderOptions, type forwarderFlags, toForwarderOptions } from '
 import { HostsTable } from '../plugins/hosts-table.js';
 import type { RouteSources } from '../route-table.js';
 import type { Serving } from '../serving.js';
-import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
+import { checkWorkers, createWorkerPool, forwarderLeader } from '../workers/worker-pool.js';
 import { type PodPlan, planPod } from './pod-plan.js';
 
 /** The forwarder of Corefile mode, as the main thread and each worker (--workers) build it. */
@@ -148,6 +148,8 @@ export async function startCorefileForwarder(
           metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
           reusePort: false,
           cacheSize: options.cacheSize,
+          maxStaleSeconds: options.maxStaleSeconds,
+          leader: forwarderLeader(options, config),
           log,
         })
       : createForwarder(options, { log, config });

@@ -7,7 +7,7 @@ import { createForwarder } from '../forwarder.js';
 import type { Serving } from '../serving.js';
 import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
 import { defaultWorkers, readCpuBudget } from '../workers/cpu-budget.js';
-import { checkWorkers, createWorkerPool } from '../workers/worker-pool.js';
+import { checkWorkers, createWorkerPool, forwarderLeader } from '../workers/worker-pool.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
 import { nodeCacheForwarder } from './setup.js';
@@ -95,6 +95,8 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
             metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
             reusePort: options.reusePort,
             cacheSize: options.cacheSize,
+            maxStaleSeconds: options.maxStaleSeconds,
+            leader: forwarderLeader(options, config),
             log,
           })
         : createForwarder(options, {

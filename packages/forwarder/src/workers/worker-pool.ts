@@ -11,10 +11,14 @@ import {
 } from '@cluster-dns/runtime';
 import { reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import { monotonicMs } from '../cache.js';
+import { createForwarder, type ForwarderDeps } from '../forwarder.js';
 import { createCacheMetrics } from '../metrics.js';
-import type { ForwarderStarted } from '../serving.js';
+import type { ForwarderOptions } from '../options.js';
+import type { ForwarderStarted, Serving } from '../serving.js';
 import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
 import { WORKER_SCRIPTS } from '../worker-script.js';
+import { broadcastLink, createWorkerPeers, type WorkerPeers } from './worker-peers.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 
@@ -42,6 +46,17 @@ type FromWorker =
   | { t: 'metrics'; id: number; json: MetricsJson }
   | { t: 'stopped' };
 
+/** The forwarder this thread runs as worker 0, with what it shares with the others. */
+export type LeaderFactory = (shared: { peers: WorkerPeers; sharedCache: SharedAnswerStore; log: Logger }) => Serving & {
+  metricsJson(): Promise<MetricsJson>;
+};
+
+/** Worker 0 as the shells build it: the forwarder they would run alone, bound beside the workers. */
+export function forwarderLeader(options: ForwarderOptions, config?: ForwarderDeps['config']): LeaderFactory {
+  return ({ peers, sharedCache, log }) =>
+    createForwarder({ ...options, reusePort: true }, { log, peers, sharedCache, ...(config ? { config } : {}) });
+}
+
 export interface WorkerPool {
   start(): Promise<ForwarderStarted>;
   /** Every worker's lameduck and drain, at once. */
@@ -59,13 +74,13 @@ export function checkWorkers(flag: string, workers: number): void {
 }
 
 /**
- * --workers=N: N forwarders in worker threads of one process, each binding the DNS port with
- * SO_REUSEPORT, so the kernel spreads clients over them by address and port (node:cluster hands
- * every worker one shared UDP handle, and one worker then takes most datagrams). The workers share
- * one cache (shared-cache/, in memory this thread makes and keeps, so a worker that dies and
- * starts again finds it whole); worker 0 leads zone sync, and its drops reach every worker through
- * that cache (worker-peers.ts). This thread serves /metrics, summed over the workers, and restarts
- * a worker that dies.
+ * --workers=N: N forwarders in one process, each binding the DNS port with SO_REUSEPORT, so the
+ * kernel spreads clients over them by address and port (node:cluster hands every worker one
+ * shared UDP handle, and one worker then takes most datagrams). Worker 0 is this thread's own
+ * forwarder (the shell's `leader`), which leads zone sync; the other N - 1 run in worker threads,
+ * and this thread starts again any that dies. They share one cache (shared-cache/, in memory made
+ * here, so a worker started again finds it whole), through which worker 0's drops reach them all
+ * (worker-peers.ts). This thread serves /metrics, summed over the workers.
  */
 export function createWorkerPool(options: {
   kind: WorkerData['kind'];
@@ -81,6 +96,14 @@ export function createWorkerPool(options: {
   reusePort: boolean;
   /** Entries the shared cache holds at most (--cache-size). */
   cacheSize: number;
+  /** Seconds an expired answer is kept for serve-stale (--max-stale): the leader's store's. */
+  maxStaleSeconds: number;
+  /**
+   * Worker 0: a whole forwarder in this thread (built by the shell, as it builds one without
+   * workers), leading zone sync; the other count - 1 run in worker threads. A thread of its own
+   * would cost the process a second copy of everything a forwarder loads (bench case 11: ~17 MiB).
+   */
+  leader: LeaderFactory;
   log: Logger;
   /** The worker script (default: forwarder-worker.js beside this module); tests give a stand-in. */
   workerScript?: URL;
@@ -104,12 +127,23 @@ export function createWorkerPool(options: {
   const retired: MetricsJson[] = [];
 
   const cacheMemory = createSharedAnswerMemory(sharedSizingFor(options.cacheSize));
+  const sharedCache = new SharedAnswerStore(cacheMemory, monotonicMs, options.maxStaleSeconds);
+  const leaderLog = log.child({ worker: 0 });
+  const leaderPeers = createWorkerPeers({
+    link: broadcastLink(channel),
+    index: 0,
+    count,
+    timeoutMs: 1_000,
+    log: leaderLog,
+  });
+  const leader = options.leader({ peers: leaderPeers, sharedCache, log: leaderLog });
+  let leaderServing = false;
   const registry = new Registry();
   collectProcessMetrics(registry);
   // The store's own series once, from here: every worker reads and writes the same entries.
-  createCacheMetrics(registry, new SharedAnswerStore(cacheMemory), () => `dns://${options.addresses[0] ?? ''}:${port}`);
+  createCacheMetrics(registry, sharedCache, () => `dns://${options.addresses[0] ?? ''}:${port}`);
   gaugeFrom(registry, 'clusterdns_forwarder_workers', 'Worker threads serving now (--workers).', [], () => [
-    [{}, workers.filter(Boolean).length],
+    [{}, workers.filter(Boolean).length + (leaderServing ? 1 : 0)],
   ]);
   counterFrom(
     registry,
@@ -198,12 +232,17 @@ export function createWorkerPool(options: {
   return {
     async start() {
       try {
-        // The first alone, so a port of 0 is picked once and the others bind beside it.
-        await spawn(0);
+        // Worker 0 first, so a port of 0 is picked once and the others bind beside it.
+        const started = await leader.start();
+        leaderServing = true;
+        port = started.port;
+        notifyPort = started.notifyPort;
         await Promise.all(Array.from({ length: count - 1 }, (_, i) => spawn(i + 1)));
       } catch (error) {
         stopping = true;
         await Promise.all(workers.map((w) => w?.terminate()));
+        if (leaderServing) await leader.shutdown();
+        leaderPeers.close();
         throw error;
       }
       const http = await server.listenHttp(
@@ -228,6 +267,7 @@ export function createWorkerPool(options: {
               );
             const summed = AggregatorRegistry.aggregate([
               await registry.getMetricsAsJSON(),
+              await leader.metricsJson(),
               ...all.filter((j) => j !== undefined),
               ...retired,
             ]);
@@ -247,8 +287,9 @@ export function createWorkerPool(options: {
     },
     async shutdown() {
       stopping = true;
-      await Promise.all(
-        workers.map(
+      await Promise.all([
+        leader.shutdown(),
+        ...workers.map(
           (worker) =>
             worker &&
             new Promise<void>((resolve) => {
@@ -256,7 +297,9 @@ export function createWorkerPool(options: {
               worker.postMessage({ t: 'stop' } satisfies ToWorker);
             }),
         ),
-      );
+      ]);
+      leaderServing = false;
+      leaderPeers.close();
       await server.shutdown();
     },
   };
