@@ -31,6 +31,15 @@ describe('the CPU a node cache is given', () => {
     expect(readCpuBudget(files({}), 8)).toEqual({ quotaCores: undefined, affinity: 8 });
   });
 
+  it('reads the hierarchy through the parent’s root where /sys has no cgroup mounts (ip netns exec mounts a fresh sysfs)', () => {
+    const read = files({
+      '/proc/self/cgroup': '2:cpu,cpuacct:/bench/q1\n0::/user.slice\n',
+      '/proc/4242/root/sys/fs/cgroup/cpu,cpuacct/bench/q1/cpu.cfs_quota_us': '100000',
+      '/proc/4242/root/sys/fs/cgroup/cpu,cpuacct/bench/q1/cpu.cfs_period_us': '100000',
+    });
+    expect(readCpuBudget(read, 8, 4242).quotaCores).toBe(1);
+  });
+
   it('gives a worker per whole core of quota, 1 under two cores, a small cap without one, never past the affinity', () => {
     expect(defaultWorkers({ quotaCores: 0.5, affinity: 64 })).toBe(1);
     expect(defaultWorkers({ quotaCores: 1.9, affinity: 64 })).toBe(1);

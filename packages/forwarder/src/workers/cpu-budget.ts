@@ -25,28 +25,59 @@ const readText: ReadText = (path) => {
   }
 };
 
-export function readCpuBudget(read: ReadText = readText, affinity = availableParallelism()): CpuBudget {
+/**
+ * Where the cgroup hierarchy is read: its usual mount, then the same seen through the parent's
+ * root and PID 1's. `ip netns exec` (and a runtime that mounts a fresh sysfs) leaves /sys without
+ * the cgroup mounts under it, while /proc/self/cgroup still names the process's cgroup;
+ * /proc/<pid>/root reaches the hierarchy as mounted where that process runs (the parent that ran
+ * `ip netns exec`; PID 1 may be closed to us, as in a container of a container).
+ */
+export function cgroupRoots(ppid: number): string[] {
+  return ['/sys/fs/cgroup', `/proc/${ppid}/root/sys/fs/cgroup`, '/proc/1/root/sys/fs/cgroup'];
+}
+
+export function readCpuBudget(
+  read: ReadText = readText,
+  affinity = availableParallelism(),
+  ppid = process.ppid,
+): CpuBudget {
+  for (const root of cgroupRoots(ppid)) {
+    const found = quotasUnder(root, read);
+    if (found !== undefined) return { quotaCores: found.length ? Math.min(...found) : undefined, affinity };
+  }
+  return { quotaCores: undefined, affinity };
+}
+
+/** The quotas on the way up from this process's cgroup, under `root`; undefined when nothing there is readable. */
+function quotasUnder(root: string, read: ReadText): number[] | undefined {
   const quotas: number[] = [];
+  let seen = false;
   for (const line of (read('/proc/self/cgroup') ?? '').split('\n')) {
     const [, controllers, path] = line.split(':');
     if (controllers === undefined || path === undefined) continue;
     if (controllers === '') {
       // cgroup v2: "0::/path", cpu.max is "max 100000" or "<quota> <period>".
       for (const dir of ancestors(path)) {
-        const [quota, period] = (read(`/sys/fs/cgroup${dir}/cpu.max`) ?? '').trim().split(/\s+/);
+        const text = read(`${root}${dir}/cpu.max`);
+        if (text === undefined) continue;
+        seen = true;
+        const [quota, period] = text.trim().split(/\s+/);
         if (quota && quota !== 'max' && Number(period) > 0) quotas.push(Number(quota) / Number(period));
       }
     } else if (controllers.split(',').includes('cpu')) {
       // cgroup v1: "N:cpu,cpuacct:/path", a quota of -1 is none.
-      for (const mount of [`/sys/fs/cgroup/${controllers}`, '/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct'])
+      for (const mount of [`${root}/${controllers}`, `${root}/cpu`, `${root}/cpu,cpuacct`])
         for (const dir of ancestors(path)) {
-          const quota = Number(read(`${mount}${dir}/cpu.cfs_quota_us`));
+          const quotaText = read(`${mount}${dir}/cpu.cfs_quota_us`);
+          if (quotaText === undefined) continue;
+          seen = true;
+          const quota = Number(quotaText);
           const period = Number(read(`${mount}${dir}/cpu.cfs_period_us`));
           if (quota > 0 && period > 0) quotas.push(quota / period);
         }
     }
   }
-  return { quotaCores: quotas.length ? Math.min(...quotas) : undefined, affinity };
+  return seen ? quotas : undefined;
 }
 
 /** "/a/b" → "/a/b", "/a", "" (the mount's own root, which a container sees as its cgroup). */
