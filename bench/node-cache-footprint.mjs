@@ -2,8 +2,10 @@
 // its heap flags, Node 22), the measure of the node-cache-on-big-nodes issue. For 1, 2, 4 and 8
 // workers: RSS idle and with 10,000 answers, split into anonymous memory and file pages (the Node
 // binary's ~51 MiB), and how often each name reached the upstream over a warm-up from 64 client
-// ports (dnsperf's), read from the summed coredns_forward_requests_total. Each worker has its own
-// cache today, so a name is fetched once per worker that a client port hashes to.
+// ports (dnsperf's), read from the summed coredns_forward_requests_total: the workers share one
+// cache, so a name is fetched once whichever workers its askers' ports hash to. And the default
+// worker count under CPU quotas of 0.5, 1, 2 and 4 cores, in cgroups (v1 cpu) made here.
+import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, loopbackNodeCacheArgs, node22Binary } from '@cluster-dns/testkit';
 import { imageNodeOptions, startUpstream } from './cache-memory.mjs';
@@ -61,5 +63,48 @@ export async function runNodeCacheFootprint({ row, note, count = 10_000, workerC
     }
   } finally {
     await upstream.stop();
+  }
+  await defaultWorkersUnderQuotas({ row, note, node: node22.path });
+}
+
+const CPU_CGROUP = '/sys/fs/cgroup/cpu';
+
+/** The node cache's default -workers in a cgroup with each CPU quota, as its log states it. */
+async function defaultWorkersUnderQuotas({ row, note, node, quotas = [0.5, 1, 2, 4] }) {
+  if (process.getuid?.() !== 0 || !existsSync(`${CPU_CGROUP}/cpu.cfs_quota_us`)) {
+    note('Case 11: the worker count under CPU quotas not measured: needs root and cgroup v1’s cpu controller.');
+    return;
+  }
+  const caseName = '11. node cache default workers under a CPU quota (cgroup v1 cpu.cfs_quota_us)';
+  for (const cores of quotas) {
+    const group = join(CPU_CGROUP, `cdns-bench-${process.pid}-${cores * 10}`);
+    mkdirSync(group);
+    try {
+      writeFileSync(join(group, 'cpu.cfs_period_us'), '100000');
+      writeFileSync(join(group, 'cpu.cfs_quota_us'), String(Math.round(cores * 100000)));
+      const port = await freePort();
+      const corefile = `.:${port} {\n    bind 127.0.0.1\n    forward . 127.0.0.1:1\n    prometheus 127.0.0.1:${await freePort()}\n}\n`;
+      const cache = await startOurs(
+        'forwarder',
+        await loopbackNodeCacheArgs(corefile),
+        SERVER_CORE,
+        { NODE_OPTIONS: imageNodeOptions('node-cache') },
+        join(ROOT, 'packages/forwarder/bundle/node-cache-main.js'),
+        { node, cgroup: { procs: join(group, 'cgroup.procs') } },
+      );
+      try {
+        const logged = cache.proc.logs.find((l) => l.msg === 'workers from the CPU given');
+        row(caseName, `quota ${cores} cores`, {
+          tool: 'log',
+          quotaCores: logged?.quotaCores,
+          affinity: logged?.affinity,
+          workers: logged?.workers,
+        });
+      } finally {
+        await cache.stop();
+      }
+    } finally {
+      rmdirSync(group);
+    }
   }
 }

@@ -255,6 +255,7 @@ if (want(7)) {
       forwarderArgs,
       seconds: quick ? 2 : 3,
       rounds,
+      baselines,
     });
     notes.push(
       'Case 7: two workers run on both cores, one of which dnsperf also uses: on this 2-core machine the load generator takes part of the second worker’s core, so QPS with 2 workers understates what 2 free cores give.',

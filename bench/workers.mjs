@@ -4,8 +4,11 @@
 // dnsmasq are pinned to the server core; two workers get both cores, and so share core 1 with
 // dnsperf: on this 2-core machine the load generator takes part of the second worker's core.
 // Rounds interleave the servers; each figure is the median over rounds.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { node22Binary } from '@cluster-dns/testkit';
+import { baselineName } from './hits.mjs';
 import {
   LOAD_CORE,
   ROOT,
@@ -33,7 +36,16 @@ const settledRss = async (pid) => (await steadyMemory(pid, undefined, 3)).steady
  * Case 7 on a route to the record-builder at `rbPort` holding `names`: max QPS and CPU per query at
  * max and at a fixed 20k QPS, RSS idle and with every name cached, for 1 and 2 workers and dnsmasq.
  */
-export async function runWorkers({ row, notes, names, rbPort, forwarderArgs, seconds = 3, rounds = 5 }) {
+export async function runWorkers({
+  row,
+  notes,
+  names,
+  rbPort,
+  forwarderArgs,
+  seconds = 3,
+  rounds = 5,
+  baselines = [],
+}) {
   const node22 = node22Binary();
   if ('unavailable' in node22) {
     notes.push(`Case 7 (--workers) skipped: no Node 22 binary (${node22.unavailable}).`);
@@ -42,19 +54,23 @@ export async function runWorkers({ row, notes, names, rbPort, forwarderArgs, sec
   const route = `/cluster.local/127.0.0.1#${rbPort}`;
   const file = writeQueryFile(names);
   const servers = [];
-  const ours = async (workers, cores) => {
+  /** Ours, or a --baseline build's (its own bundle, made there if missing), with this many workers. */
+  const ours = async (workers, cores, root = ROOT) => {
+    const bundle = join(root, 'packages/forwarder/bundle/main.js');
+    if (!existsSync(bundle)) execFileSync(process.execPath, [join(root, 'docker/bundle.mjs')], { cwd: root });
     const fw = await startOurs(
       'forwarder',
       forwarderArgs(route, ['--cache-size=10000', `--workers=${workers}`]),
       cores,
       {},
-      join(ROOT, 'packages/forwarder/bundle/main.js'),
+      bundle,
       { node: node22.path },
     );
     const idle = await settledRss(fw.pid);
     await warm(fw.ready.port, names);
+    const who = root === ROOT ? 'cluster-dns' : baselineName(root);
     return {
-      name: `cluster-dns, ${workers} worker${workers > 1 ? 's' : ''} (Node 22)`,
+      name: `${who}, ${workers} worker${workers > 1 ? 's' : ''} (Node 22)`,
       pid: fw.pid,
       port: fw.ready.port,
       idleRssMiB: idle,
@@ -65,6 +81,8 @@ export async function runWorkers({ row, notes, names, rbPort, forwarderArgs, sec
   try {
     servers.push(await ours(1, String(SERVER_CORE)));
     servers.push(await ours(2, `${SERVER_CORE},${LOAD_CORE}`));
+    // An earlier build's two workers in the same rounds (before the shared cache: one cache each).
+    for (const dir of baselines) servers.push(await ours(2, `${SERVER_CORE},${LOAD_CORE}`, dir));
     if (tools.dnsmasq) {
       const port = 18353 + (process.pid % 1000);
       const dm = await startDnsmasq(port, ['--cache-size=10000', `--server=${route}`]);
