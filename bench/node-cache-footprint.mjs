@@ -9,7 +9,17 @@ import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, loopbackNodeCacheArgs, node22Binary } from '@cluster-dns/testkit';
 import { imageNodeOptions, startUpstream } from './cache-memory.mjs';
-import { ROOT, round, runDnsperf, SERVER_CORE, startOurs, statusMiB, tools, writeQueryFile } from './lib.mjs';
+import {
+  LOAD_CORE,
+  ROOT,
+  round,
+  runDnsperf,
+  SERVER_CORE,
+  startOurs,
+  statusMiB,
+  tools,
+  writeQueryFile,
+} from './lib.mjs';
 import { steadyMemory } from './scale.mjs';
 
 export async function runNodeCacheFootprint({ row, note, count = 10_000, workerCounts = [1, 2, 4, 8] }) {
@@ -87,7 +97,8 @@ async function defaultWorkersUnderQuotas({ row, note, node, quotas = [0.5, 1, 2,
       const cache = await startOurs(
         'forwarder',
         await loopbackNodeCacheArgs(corefile),
-        SERVER_CORE,
+        // Both cores: the affinity caps the count too, and pinned to one it would say 1 for every quota.
+        `${SERVER_CORE},${LOAD_CORE}`,
         { NODE_OPTIONS: imageNodeOptions('node-cache') },
         join(ROOT, 'packages/forwarder/bundle/node-cache-main.js'),
         { node, cgroup: { procs: join(group, 'cgroup.procs') } },

@@ -30,6 +30,33 @@ export function sizingRule(rows) {
     churnFactor: round(Math.max(1, ...churn.map((r) => r.peakRssVsSteady)), 2),
     eventsPerCoreSecond: round(Math.min(...churn.map((r) => r.eventsPerCoreS).filter(Number.isFinite)), -2),
     cpuMicrosPerQuery: warm ? round(warm.cpuUsPerQuery, 0) : undefined,
+    ...(nodeCacheRule(rows) ? { nodeCache: nodeCacheRule(rows) } : {}),
+  };
+}
+
+/** Workers a node cache starts with no CPU quota (forwarder's workers/cpu-budget.ts). */
+export const NODE_CACHE_DEFAULT_WORKERS = 2;
+
+/**
+ * The node cache's memory from case 11's rows: RSS (and its anonymous part) with 10,000 answers at
+ * the default worker count, and what each further worker adds (from 1 to 8 workers).
+ */
+export function nodeCacheRule(rows) {
+  const at = (workers) =>
+    rows.find(
+      (r) =>
+        r.case.startsWith('11. node cache footprint') &&
+        r.server === `node cache, ${workers} worker${workers > 1 ? 's' : ''}`,
+    );
+  const one = at(1);
+  const usual = at(NODE_CACHE_DEFAULT_WORKERS);
+  const eight = at(8);
+  if (!one?.rssMiB || !usual?.rssMiB || !eight?.rssMiB) return undefined;
+  return {
+    workers: NODE_CACHE_DEFAULT_WORKERS,
+    rssMiB: round(usual.rssMiB, 0),
+    anonMiB: round(usual.anonMiB, 0),
+    perWorkerMiB: round((eight.rssMiB - one.rssMiB) / 7, 1),
   };
 }
 

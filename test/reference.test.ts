@@ -86,6 +86,8 @@ const pages: Record<string, () => string> = {
       zones: { counts: { programming: new ProgrammingLatency() } },
       upstreams: new UpstreamStats(),
       queries: new ServerQueryCounts(() => ({ server: '', zone: '.' })),
+      // A forwarder reports its own cache's series (a pool of workers, once for their shared one).
+      cache: {},
     };
     createForwarderMetrics(registry, sources as unknown as Parameters<typeof createForwarderMetrics>[1]);
     return page(

@@ -7,3 +7,4 @@ export { planNodeLocal } from './node-local/node-local-plan.js';
 export { forwarderFlags, toForwarderOptions } from './options.js';
 export { ServerQueryCounts } from './query-counts.js';
 export { UpstreamStats } from './upstream-stats.js';
+export { WORKERS_WITHOUT_QUOTA } from './workers/cpu-budget.js';

@@ -118,7 +118,7 @@ export const forwarderFlags = {
   'edns-packet-max': ednsPacketMaxFlag(),
   ...isolationFlags(),
   workers: flag.int(
-    'worker threads, each with its own cache, binding the DNS port with SO_REUSEPORT so the kernel spreads clients over them; above 1 needs Node.js 22.12+',
+    'forwarders in one process sharing one cache, each binding the DNS port with SO_REUSEPORT so the kernel spreads clients over them; above 1 needs Node.js 22.12+',
     1,
     { min: 1, max: 256 },
   ),

@@ -45,8 +45,9 @@ export interface WorkerPeers {
   readonly count: number;
   /**
    * This worker's zone sync. The leader (worker 0) runs the real one, `own(changed)`, and tells
-   * the others what each change dropped; every other worker mirrors it: it drops the same names
-   * from its own cache, and hands the NOTIFYs it receives to the leader.
+   * the others what each change dropped; every other worker mirrors it: it learns the serials and
+   * epochs, drops the same names from `cache` (nothing, when the workers share one cache and the
+   * leader's drop was already everyone's), and hands the NOTIFYs it receives to the leader.
    */
   zoneSync(
     own: (changed: ZoneChanged) => ZoneSync,
@@ -64,8 +65,8 @@ export interface WorkerPeers {
 }
 
 /**
- * Several forwarders in one process (--workers), each with its own cache, kept as one: one IXFR per
- * change for the whole process (the leader's), every worker's cache invalidated by it, and the
+ * Several forwarders in one process (--workers) kept as one: one IXFR per change for the whole
+ * process (the leader's), whose drops reach every worker through their shared cache, and the
  * statistics counted over all of them.
  */
 export function createWorkerPeers(deps: {
