@@ -101,6 +101,20 @@ describe('the shared answer store, two workers over one memory', () => {
     expect(a.size).toBe(2);
   });
 
+  it('drops by name what any worker wrote since the last drop, as the ring goes round', () => {
+    const [a, b] = twoWorkers(1_000, 64 * 1024);
+    for (let round = 0; round < 5; round++) {
+      // Another worker writes (past the ring's size, from the second round on), then a change
+      // drops ten of the newest names: each drop finds exactly its entry.
+      for (let i = 0; i < 600; i++) b.set(entryFor(`r${round}-n${i}.example.org`, 0));
+      const names = Array.from({ length: 10 }, (_, i) => toFqdn(`r${round}-n${590 + i}.example.org`));
+      expect(a.evictNames(names)).toBe(10);
+      expect(b.lookup(queryOf(`r${round}-n595.example.org`))).toBeUndefined();
+      expect(b.lookup(queryOf(`r${round}-n589.example.org`))).toBeDefined();
+      expect(a.evictNames(names)).toBe(0);
+    }
+  });
+
   it('flushes a zone and drops the answers of routes that moved', () => {
     const [a, b] = twoWorkers();
     a.set(entryFor('x.cluster.local', 0, { routeId: 'cluster.local.>pod' }));

@@ -333,16 +333,83 @@ export class SharedAnswerStore implements AnswerCache {
     }
   }
 
+  /**
+   * Ring positions by the hash of each name their record holds, for a zone change's drops: kept by
+   * whichever thread drops (the zone sync's, worker 0), caught up with what every worker wrote
+   * since by walking the ring from where it stopped (records lie one after another), so each record
+   * is indexed once. Positions the ring has passed are skipped when read, and the map is built
+   * again from the ring once it holds four times the entries. A scan of the index instead cost
+   * 4.4 ms a change at 10,000 entries, under the writers' lock.
+   */
+  private readonly byName = new Map<number, number[]>();
+  private byNamePositions = 0;
+  private indexedUpTo: number | undefined;
+
   evictNames(names: Iterable<Fqdn>): number {
     const hashes = new Set<number>();
     for (const name of names) hashes.add(this.stringHash(name));
     if (hashes.size === 0) return 0;
-    return this.dropWhere((w) => {
-      const at = w + HEADER_WORDS + (this.ring32[w + Rec.TtlCount] as number);
-      const count = this.ring32[w + Rec.NameCount] as number;
-      for (let i = 0; i < count; i++) if (hashes.has(this.ring32[at + i] as number)) return true;
-      return false;
-    });
+    let dropped = 0;
+    this.lock.acquire();
+    try {
+      Atomics.add(this.meta, Meta.Drops, 1);
+      this.catchUpNames();
+      for (const hash of hashes) {
+        const positions = this.byName.get(hash);
+        if (positions === undefined) continue;
+        this.byName.delete(hash);
+        this.byNamePositions -= positions.length;
+        for (const pos of positions) {
+          if (!this.live(pos)) continue;
+          const w = (pos & this.ringMask) >> 2;
+          if (!this.holdsName(w, hash)) continue;
+          this.unindex(w, pos);
+          if (this.markDead(w)) dropped++;
+        }
+      }
+    } finally {
+      this.lock.release();
+    }
+    return dropped;
+  }
+
+  /** Indexes by name every record written since the last call (under the lock). */
+  private catchUpNames(): void {
+    const head = Atomics.load(this.meta, Meta.Head);
+    const tail = Atomics.load(this.meta, Meta.Tail);
+    let pos = this.indexedUpTo;
+    if (pos === undefined || ((pos - tail) | 0) < 0 || this.byNamePositions > 4 * Math.max(this.maxEntries, 1)) {
+      // First use, fallen behind the tail, or too many stale positions: from the oldest record.
+      this.byName.clear();
+      this.byNamePositions = 0;
+      pos = tail;
+    }
+    while (pos !== head) {
+      const w = (pos & this.ringMask) >> 2;
+      const size = this.ring32[w + Rec.Size] as number;
+      if (size === 0) break;
+      if (size > 0) {
+        const at = w + HEADER_WORDS + (this.ring32[w + Rec.TtlCount] as number);
+        const count = this.ring32[w + Rec.NameCount] as number;
+        for (let i = 0; i < count; i++) {
+          const hash = this.ring32[at + i] as number;
+          const list = this.byName.get(hash);
+          if (list === undefined) this.byName.set(hash, [pos]);
+          else list.push(pos);
+          this.byNamePositions++;
+        }
+      }
+      pos = (pos + Math.abs(size)) | 0;
+    }
+    this.indexedUpTo = head;
+  }
+
+  /** True when the record's names include one of this hash. */
+  private holdsName(w: number, hash: number): boolean {
+    const at = w + HEADER_WORDS + (this.ring32[w + Rec.TtlCount] as number);
+    const count = this.ring32[w + Rec.NameCount] as number;
+    for (let i = 0; i < count; i++) if (this.ring32[at + i] === hash) return true;
+    return false;
   }
 
   flushZone(zone: Fqdn): number {
