@@ -161,6 +161,18 @@ describe('the shared answer store, two workers over one memory', () => {
     expect(view && b.confirm(view)).toBe(false);
   });
 
+  it('a writer stopped mid-write (a worker terminated) leaves nothing live, and the ring goes on', () => {
+    const [a, b] = twoWorkers(1_000, 64 * 1024);
+    a.set(entryFor('before.example.org', 0));
+    // Room taken at the head, then nothing written: what a thread killed inside set() leaves.
+    (a as unknown as { reserve(size: number): number }).reserve(512);
+    expect(a.size).toBe(1);
+    for (let i = 0; i < 1_500; i++) b.set(entryFor(`n${i}.example.org`, 0));
+    expect(b.evictNames([toFqdn('n1499.example.org')])).toBe(1);
+    expect(a.lookup(queryOf('n1498.example.org'))).toBeDefined();
+    expect(a.usedBytes).toBeLessThanOrEqual(a.ringBytes);
+  });
+
   it('counts hits beside the index, for prefetch, seen by every worker', () => {
     const [a, b] = twoWorkers();
     a.set(entryFor('a.example.org', 0));

@@ -301,12 +301,7 @@ export class SharedAnswerStore implements AnswerCache {
       const p = pos & this.ringMask;
       const w = p >> 2;
       const r32 = this.ring32;
-      r32[w + Rec.Size] = size;
       r32[w + Rec.Hash] = hash;
-      r32[w + Rec.Flags] =
-        (entry.denial ? DENIAL : 0) |
-        (entry.key.dnssecOk ? DNSSEC_OK : 0) |
-        (KINDS.indexOf(entry.routeKind) << KIND_SHIFT);
       r32[w + Rec.WireBytes] = wire.length;
       r32[w + Rec.NameEnd] = entry.nameEnd;
       r32[w + Rec.TtlSeconds] = entry.ttlSeconds;
@@ -322,6 +317,15 @@ export class SharedAnswerStore implements AnswerCache {
       for (const offset of ttlOffsets) r32[at++] = offset;
       for (const nameHash of nameHashes) r32[at++] = nameHash;
       this.ring.set(wire, at * 4);
+      // Live from here (reserve left it dead): a writer stopped before this point leaves a dead
+      // record the ring walks past, never a live one half written.
+      Atomics.store(
+        r32,
+        w + Rec.Flags,
+        (entry.denial ? DENIAL : 0) |
+          (entry.key.dnssecOk ? DNSSEC_OK : 0) |
+          (KINDS.indexOf(entry.routeKind) << KIND_SHIFT),
+      );
       Atomics.add(this.meta, Meta.Entries, 1);
       if (entry.denial) Atomics.add(this.meta, Meta.Denials, 1);
       Atomics.add(this.meta, Meta.Insertions, 1);
@@ -592,6 +596,11 @@ export class SharedAnswerStore implements AnswerCache {
       head = (head + toEnd) | 0;
       Atomics.store(this.meta, Meta.Head, head);
     }
+    // Its size and a dead mark before the head moves past it: whatever happens to the writer
+    // after (a worker terminated mid-write), the ring can be walked and nothing reads it as live.
+    const w = (head & this.ringMask) >> 2;
+    this.ring32[w + Rec.Size] = size;
+    this.ring32[w + Rec.Flags] = DEAD;
     Atomics.store(this.meta, Meta.Head, (head + size) | 0);
     return head;
   }
