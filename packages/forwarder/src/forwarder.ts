@@ -148,7 +148,12 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
 
   const { isolation } = options;
   const budget = new RouteBudget(options.forwardMax, isolation.jostleMs, () => performance.now());
-  const door = new ClientDoor(isolation.limits, options.ednsPacketMax, () => performance.now());
+  const door = new ClientDoor(
+    isolation.limits,
+    options.ednsPacketMax,
+    () => performance.now(),
+    isolation.trustClientAddressFrom,
+  );
   // With --workers, a trip in one worker holds the domain in every worker.
   let shareTrip: ((domain: Fqdn, forMs: number) => void) | undefined;
   const guard = new SubdomainGuardStage(isolation.guard, {

@@ -219,6 +219,16 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
       [{ reason: 'shed' }, sources.shed()],
     ],
   );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_client_identity_total',
+    'Queries naming the pod they ask for (a node cache’s EDNS0 option), by result: carried (from an address of --trust-client-address-from: its limits count that pod), forged (from any other: ignored). Seen where per-client limits are on.',
+    ['result'],
+    () => [
+      [{ result: 'carried' }, door.counts.identityCarried],
+      [{ result: 'forged' }, door.counts.identityForged],
+    ],
+  );
   gaugeFrom(
     registry,
     'clusterdns_forwarder_limited_clients',

@@ -32,6 +32,26 @@ describe('the route table', () => {
     expect(table.routeFor(toFqdn('a.cluster.local')).fallsThrough).toBe(false);
   });
 
+  it('names the client only on routes whose servers are all the cluster’s DNS (node-local mode)', () => {
+    const carrying = new RouteTable({
+      rules: ['/cluster.local/10.96.0.10', '/mixed.example/10.96.0.10', '/mixed.example/192.0.2.9'].map((f) =>
+        parseServerFlag(f),
+      ),
+      stubDomains: new Map([['acme.local', [{ host: '10.0.0.1', port: 53 }]]]),
+      upstreamNameservers: [],
+      resolvConf: [{ host: '192.0.2.54', port: 53 }],
+      carryClientTo: ['10.96.0.10'],
+    });
+    const carries = (name: string) => carrying.routeFor(toFqdn(name)).carryClient;
+    expect([
+      carries('a.cluster.local'),
+      carries('a.mixed.example'),
+      carries('db.acme.local'),
+      carries('example.org'),
+    ]).toEqual([true, false, false, false]);
+    expect(table.routeFor(toFqdn('a.cluster.local')).carryClient).toBe(false);
+  });
+
   it('names each route by where it sends queries, so an unchanged route keeps its cached answers', () => {
     const again = new RouteTable({
       rules: [parseServerFlag('/cluster.local/127.0.0.1#10053')],

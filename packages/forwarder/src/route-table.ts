@@ -32,6 +32,8 @@ export interface Route {
   readonly forceTcp: boolean;
   /** Its own cache policy; undefined means the process's flags. */
   readonly cache: RouteCache | undefined;
+  /** Its servers are all the cluster's DNS (RouteSources.carryClientTo): its queries name the client. */
+  readonly carryClient: boolean;
   /** Stable text of where this route sends queries: equal ids mean cached answers stay valid. */
   readonly id: string;
 }
@@ -54,6 +56,12 @@ export interface RouteSources {
   clientLimits?: Readonly<Partial<ClientLimits>>;
   /** A Corefile's rewrite, hosts and loadbalance (read with the routes, applied with them). */
   plugins?: CorefilePlugins;
+  /**
+   * The cluster's DNS (node-local mode: the Service behind __PILLAR__CLUSTER__DNS__): a route whose
+   * servers are all among these carries each query's client address to them (wire's
+   * CLIENT_ADDRESS_OPTION); no other route does, so it never leaves the cluster.
+   */
+  carryClientTo?: readonly string[];
 }
 
 const cacheText = (cache: RouteCache | undefined) =>
@@ -111,6 +119,8 @@ export class RouteTable {
       servers.set(key, entry);
     }
     const turning = (domain: Fqdn) => this.plugins.loadbalance.some((z) => isInZone(domain, z));
+    const carryTo = sources.carryClientTo ?? [];
+    const carries = (list: readonly HostPort[]) => list.length > 0 && list.every((s) => carryTo.includes(s.host));
     for (const [domain, entry] of servers) {
       const kind: RouteKind = entry.servers.length === 0 ? 'local' : entry.kind;
       const loadbalance = turning(domain);
@@ -123,7 +133,8 @@ export class RouteTable {
         loadbalance,
         forceTcp: entry.forceTcp,
         cache: entry.cache,
-        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${loadbalance ? '/lb' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
+        carryClient: carries(entry.servers),
+        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${loadbalance ? '/lb' : ''}${carries(entry.servers) ? '/client' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
       });
     }
     const defaults = [
@@ -139,7 +150,8 @@ export class RouteTable {
       loadbalance: turning(ROOT),
       forceTcp: sources.upstream?.forceTcp ?? false,
       cache: sources.upstream?.cache,
-      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${turning(ROOT) ? '/lb' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
+      carryClient: carries(defaults),
+      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${carries(defaults) ? '/client' : ''}${turning(ROOT) ? '/lb' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
     };
   }
 

@@ -68,6 +68,7 @@ export function testRoute(kind: Route['kind'] = 'upstream', domain = '.'): Route
     loadbalance: false,
     forceTcp: false,
     cache: undefined,
+    carryClient: false,
     id: `${domain}>${kind}`,
   };
 }

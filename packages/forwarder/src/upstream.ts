@@ -4,8 +4,10 @@ import { performance } from 'node:perf_hooks';
 import { ClusterDnsError, type HostPort } from '@cluster-dns/runtime';
 import {
   type Cancellation,
+  CLIENT_ADDRESS_OPTION,
   compareQuestion,
   type ExchangeOptions,
+  encodeClientAddress,
   encodeOptRecord,
   exchangeRaw,
   FLAG,
@@ -37,6 +39,8 @@ export interface UpstreamQuestion {
   readonly qclass: number;
   readonly dnssecOk: boolean;
   readonly checkingDisabled: boolean;
+  /** The client asking, carried to the cluster's DNS (a node cache's routes to it): wire's CLIENT_ADDRESS_OPTION. */
+  readonly clientAddress?: string;
 }
 
 export interface ForwardOptions {
@@ -71,7 +75,13 @@ function randomBit(): number {
  */
 export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buffer {
   const name = writeName(q.name);
-  const opt = encodeOptRecord({ udpSize: 1232, dnssecOk: q.dnssecOk });
+  const opt = encodeOptRecord({
+    udpSize: 1232,
+    dnssecOk: q.dnssecOk,
+    ...(q.clientAddress !== undefined
+      ? { option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(q.clientAddress) } }
+      : {}),
+  });
   const out = Buffer.alloc(HEADER_BYTES + name.length + 4 + opt.length);
   out.writeUInt16BE(randomQueryId(), 0);
   out.writeUInt16BE(FLAG.RD | (q.checkingDisabled ? FLAG.CD : 0), 2);

@@ -8,6 +8,7 @@ export {
   randomQueryId,
   transferTcp,
 } from './client.js';
+export { CLIENT_ADDRESS_OPTION, clientAddressOf, encodeClientAddress } from './client-address-option.js';
 export {
   EDNS_DEFAULT_UDP_BYTES,
   EDNS_DO_BIT,

@@ -6,19 +6,32 @@ import type { OpaqueRecord } from './records.js';
 
 /**
  * Our OPT record (RFC 6891 §6.1.2): root owner, our UDP payload size, the extended rcode bits,
- * version 0, the DO bit echoed. No options: a client's unknown options are never echoed.
+ * version 0, the DO bit echoed. No options but `option`, one of ours (a client's unknown options
+ * are never echoed).
  */
 export function encodeOptRecord(
-  options: { extendedRcode?: number; dnssecOk?: boolean; udpSize?: number } = {},
+  options: {
+    extendedRcode?: number;
+    dnssecOk?: boolean;
+    udpSize?: number;
+    option?: { code: number; data: Buffer };
+  } = {},
 ): Buffer {
-  const out = Buffer.alloc(OPT_RECORD_BYTES);
+  const { option } = options;
+  const out = Buffer.alloc(OPT_RECORD_BYTES + (option ? 4 + option.data.length : 0));
+  if (option) {
+    out.writeUInt16BE(4 + option.data.length, 9);
+    out.writeUInt16BE(option.code, OPT_RECORD_BYTES);
+    out.writeUInt16BE(option.data.length, OPT_RECORD_BYTES + 2);
+    option.data.copy(out, OPT_RECORD_BYTES + 4);
+  }
   out[0] = 0;
   out.writeUInt16BE(QTYPE.OPT, 1);
   out.writeUInt16BE(options.udpSize ?? EDNS_DEFAULT_UDP_BYTES, 3);
   out[5] = options.extendedRcode ?? 0;
   out[6] = 0;
   out.writeUInt16BE(options.dnssecOk ? EDNS_DO_BIT : 0, 7);
-  out.writeUInt16BE(0, 9);
+  if (!option) out.writeUInt16BE(0, 9);
   return out;
 }
 

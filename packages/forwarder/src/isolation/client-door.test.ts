@@ -1,7 +1,18 @@
 import { Buffer } from 'node:buffer';
 import type { ClientLimits } from '@cluster-dns/runtime';
-import { buildQueryMessage, decodeMessage, encodeMessage, QTYPE, RCODE } from '@cluster-dns/wire';
+import {
+  buildQueryMessage,
+  type Cidr,
+  clientAddressOf,
+  decodeMessage,
+  encodeMessage,
+  parseCidr,
+  QTYPE,
+  RCODE,
+  toFqdn,
+} from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
+import { buildUpstreamQuery } from '../upstream.js';
 import { ClientDoor } from './client-door.js';
 
 const LIMITS: ClientLimits = {
@@ -125,5 +136,59 @@ describe('the client door: fairness between clients', () => {
     expect(door.counts).toMatchObject({ rrlDropped: 3, rrlTruncated: 2 });
     clock.ms = 1000;
     expect(door.release(big, '10.0.0.1')).toBe(big);
+  });
+});
+
+describe('the client door behind a node cache: the pod it names', () => {
+  /** A node cache's query for a pod: what buildUpstreamQuery sends on a route that carries the client. */
+  const carried = (id: number, pod: string) =>
+    buildUpstreamQuery({
+      name: toFqdn('web.shop.svc.cluster.local'),
+      qtype: QTYPE.A,
+      qclass: 1,
+      dnssecOk: false,
+      checkingDisabled: false,
+      clientAddress: pod,
+    }).fill(id & 0xff, 1, 2);
+  const trustingNodes = () =>
+    new ClientDoor({ ...LIMITS, burst: 2 }, 1232, () => 0, [parseCidr('192.168.0.0/16') as Cidr]);
+
+  it('counts each pod a trusted node cache names against its own rate, not the node’s', () => {
+    const door = trustingNodes();
+    // Two from pod A pass, its third is refused; pod B, through the same node cache, still passes.
+    expect(door.admit(carried(1, '10.244.1.5'), '192.168.0.7', 'udp')).toBeUndefined();
+    expect(door.admit(carried(2, '10.244.1.5'), '192.168.0.7', 'udp')).toBeUndefined();
+    expect(door.admit(carried(3, '10.244.1.5'), '192.168.0.7', 'udp')).not.toBeUndefined();
+    expect(door.admit(carried(4, '10.244.1.9'), '192.168.0.7', 'udp')).toBeUndefined();
+    expect(door.counts).toMatchObject({ identityCarried: 4, identityForged: 0 });
+  });
+
+  it('ignores and counts a name from an address it does not trust: a pod cannot spend another’s rate', () => {
+    const door = trustingNodes();
+    // A pod naming a different pod in each query is still counted as itself.
+    expect(door.admit(carried(1, '10.244.1.5'), '10.244.2.2', 'udp')).toBeUndefined();
+    expect(door.admit(carried(2, '10.244.1.6'), '10.244.2.2', 'udp')).toBeUndefined();
+    expect(door.admit(carried(3, '10.244.1.7'), '10.244.2.2', 'udp')).not.toBeUndefined();
+    expect(door.counts).toMatchObject({ identityCarried: 0, identityForged: 3 });
+  });
+
+  it('reads the option in IPv4 and IPv6 alike (wire’s encoding, as a socket reports addresses)', () => {
+    for (const [given, read] of [
+      ['10.244.1.5', '10.244.1.5'],
+      ['::ffff:10.244.1.5', '10.244.1.5'],
+      ['fd00:10:244::5', 'fd00:10:244::5'],
+    ]) {
+      const q = buildUpstreamQuery({
+        name: toFqdn('a.example.org'),
+        qtype: QTYPE.A,
+        qclass: 1,
+        dnssecOk: true,
+        checkingDisabled: false,
+        clientAddress: given as string,
+      });
+      expect(clientAddressOf(q)).toBe(read);
+      expect(decodeMessage(q).questions[0]?.name).toBe('a.example.org.');
+    }
+    expect(clientAddressOf(query(1))).toBeUndefined();
   });
 });

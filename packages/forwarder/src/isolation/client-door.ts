@@ -2,6 +2,9 @@ import type { Buffer } from 'node:buffer';
 import type { ClientLimits } from '@cluster-dns/runtime';
 import {
   answerPlainRefusal,
+  type Cidr,
+  cidrContains,
+  clientAddressOf,
   type Door,
   HEADER_BYTES,
   latin1Of,
@@ -21,6 +24,10 @@ export interface ClientDoorCounts {
   clientDropped: number;
   rrlDropped: number;
   rrlTruncated: number;
+  /** Queries whose client was the one a trusted node cache named (--trust-client-address-from). */
+  identityCarried: number;
+  /** Queries naming a client from an address not trusted to: the name is ignored. */
+  identityForged: number;
 }
 
 /** Addresses (and address-question pairs) tracked at most, each kind: bounded memory, whatever the sources. */
@@ -50,6 +57,8 @@ export class ClientDoor implements Door {
     clientDropped: 0,
     rrlDropped: 0,
     rrlTruncated: 0,
+    identityCarried: 0,
+    identityForged: 0,
   };
   private limits!: ClientLimits;
   private udp!: TokenBuckets;
@@ -61,8 +70,28 @@ export class ClientDoor implements Door {
     limits: ClientLimits,
     private readonly udpPayloadBytes: number,
     private readonly now: () => number,
+    /** Who may name the client it asks for (a node cache): --trust-client-address-from. */
+    private readonly trustedFrom: readonly Cidr[] = [],
   ) {
     this.setLimits(limits);
+  }
+
+  /**
+   * Who a query's limits count: the sender, or the pod a trusted node cache names in wire's
+   * CLIENT_ADDRESS_OPTION. A name from anyone else is ignored and counted: a pod cannot spend
+   * another's rate, nor escape its own, by naming someone.
+   */
+  clientOf(message: Buffer, address: string): string {
+    // No additional record, no OPT, no option: most queries stop here.
+    if (message.length < HEADER_BYTES || (message[10] === 0 && message[11] === 0)) return address;
+    const named = clientAddressOf(message);
+    if (named === undefined) return address;
+    if (this.trustedFrom.some((cidr) => cidrContains(cidr, address))) {
+      this.counts.identityCarried++;
+      return named;
+    }
+    this.counts.identityForged++;
+    return address;
   }
 
   /** The limits in force now (the flags', or the ConfigMap's `clientLimits` over them). */
@@ -89,7 +118,7 @@ export class ClientDoor implements Door {
     if (rate === 0) return undefined;
     const buckets = udp ? this.udp : this.tcp;
     const nowMs = this.now();
-    const refused = buckets.take(address, nowMs);
+    const refused = buckets.take(this.clientOf(message, address), nowMs);
     if (refused === 0) return undefined;
     const slip = udp && this.limits.slip > 0 && refused % this.limits.slip === 0;
     if (!slip && udp && buckets.overForMs >= FLOOD_AFTER_MS) {

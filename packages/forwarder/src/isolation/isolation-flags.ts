@@ -1,4 +1,5 @@
-import { type ClientLimits, type FlagValues, flag } from '@cluster-dns/runtime';
+import { type ClientLimits, FlagError, type FlagValues, flag } from '@cluster-dns/runtime';
+import { type Cidr, parseCidr } from '@cluster-dns/wire';
 import type { SubdomainGuardOptions } from './subdomain-guard-stage.js';
 
 /**
@@ -6,7 +7,8 @@ import type { SubdomainGuardOptions } from './subdomain-guard-stage.js';
  * may take from the others. The defaults are far above what a well-behaved pod asks (a busy one
  * asks hundreds a second) and on, in both places a client is seen: in a node cache the source is
  * a pod; in the Pod's forwarder behind node caches it is a node, and the limits are fairness
- * between nodes (their misses come over TCP, which has the larger rate).
+ * between nodes (their misses come over TCP, which has the larger rate), unless the node caches
+ * name the pod (--trust-client-address-from): then it is the pod again.
  */
 export const isolationFlags = () => ({
   'client-qps': flag.int(
@@ -63,6 +65,14 @@ export const isolationFlags = () => ({
     100,
     { min: 0, max: 10_000_000 },
   ),
+  'trust-client-address-from': flag.list(
+    'addresses (IP or CIDR) whose queries may name the pod they ask for (a node cache’s EDNS0 option, -carry-client-address): per-client limits then count that pod, not the node cache; the nodes’ addresses; none by default',
+    (raw, name) => {
+      const cidr = parseCidr(raw);
+      if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
+      return cidr;
+    },
+  ),
   'subdomain-guard-window': flag.duration('the window the random-subdomain guard counts misses in', 10_000),
   'subdomain-guard-hold': flag.duration(
     'how long a tripped domain’s new names get SERVFAIL without being asked upstream',
@@ -75,6 +85,8 @@ type IsolationValues = FlagValues<ReturnType<typeof isolationFlags>>;
 /** The isolation rows' values, as the forwarder takes them. */
 export interface IsolationOptions {
   readonly limits: ClientLimits;
+  /** Who may name the client it asks for (--trust-client-address-from). */
+  readonly trustClientAddressFrom: readonly Cidr[];
   /** Drop UDP queries unread once the socket has been behind this long (wire's UdpBacklog); 0 = never. */
   readonly shedAfterMs: number;
   /** A question that has waited this long may be pushed out of a full route share by a newer one. */
@@ -94,6 +106,7 @@ export function toIsolationOptions(values: IsolationValues): IsolationOptions {
       rrlMinBytes: values['rrl-min-bytes'],
       rrlSlip: values['rrl-slip'],
     }),
+    trustClientAddressFrom: Object.freeze([...values['trust-client-address-from']]),
     shedAfterMs: values['shed-after'],
     jostleMs: values['jostle-timeout'],
     guard: Object.freeze({

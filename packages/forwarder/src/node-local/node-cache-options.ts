@@ -106,6 +106,10 @@ export const nodeCacheFlags = {
     (raw, name) => (raw === '' ? undefined : parseHostPort(raw.startsWith(':') ? `0.0.0.0${raw}` : raw, 9354, name)),
     { defaultText: '0.0.0.0:9354', valueName: 'ip:port' },
   ),
+  'carry-client-address': flag.bool(
+    'name the asking pod’s address to the cluster’s DNS (the blocks forwarding to __PILLAR__CLUSTER__DNS__ only), in an EDNS0 option the Pod’s forwarder trusts from the addresses its --trust-client-address-from lists',
+    { defaultValue: true },
+  ),
   'cache-size': flag.int(
     'answers cached at most, for every block together; 0 = the largest block’s success + denial capacity (19,968 for nodelocaldns.yaml)',
     0,

@@ -156,6 +156,9 @@ export async function nodeCacheForwarder(
     listenFlags: '-localip and the Corefile’s port',
     ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
   };
+  // The cluster's DNS learns which pod asked (wire's CLIENT_ADDRESS_OPTION) on the blocks that
+  // forward to it, and only those: a stub domain's or the upstreams' servers never see it.
+  const carryClientTo = values['carry-client-address'] && clusterDns !== undefined ? [clusterDns] : [];
   const config = {
     files: [basePath],
     routesFrom: (raw: RawConfig) => {
@@ -166,9 +169,9 @@ export async function nodeCacheForwarder(
           'the Corefile changed its binds, port, prometheus, health or cache sizes: those apply at the next restart',
         );
       void writeRendered(next.text);
-      return sourcesOf(next.plan, raw, resolvFile, parseKubeDnsConfig(raw.data).clientLimits);
+      return { ...sourcesOf(next.plan, raw, resolvFile, parseKubeDnsConfig(raw.data).clientLimits), carryClientTo };
     },
-    defaultsFrom: (raw: RawConfig) => sourcesOf(planOf(raw, false).plan, raw, resolvFile, {}),
+    defaultsFrom: (raw: RawConfig) => ({ ...sourcesOf(planOf(raw, false).plan, raw, resolvFile, {}), carryClientTo }),
   };
   return { plan, options, config };
 }
