@@ -1,6 +1,8 @@
-import { decodeMessage, HEADER_BYTES, QTYPE, RCODE, type Rr, toFqdn } from '@cluster-dns/wire';
+import { clientAddressOf, decodeMessage, HEADER_BYTES, QTYPE, RCODE, type Rr, toFqdn } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import { resolveQuestion } from './resolution.js';
+import { RouteTable } from './route-table.js';
+import { parseServerFlag } from './server-flag.js';
 import { fakeUpstreams, routesOf } from './test-upstreams.js';
 
 const question = (name: string, qtype: number = QTYPE.A) => ({
@@ -47,6 +49,33 @@ describe('resolution: one question through its route, without sockets', () => {
       [QTYPE.A, 'pay.example.org.'],
     ]);
     expect(up.sent.map((s) => s.server)).toEqual(['127.0.0.1#10053', '192.0.2.53#53']);
+  });
+
+  it('names the client to the cluster’s DNS only: never on a fall-through or a chase to the upstreams', async () => {
+    const up = fakeUpstreams((server, name) =>
+      server === '10.96.0.10#53'
+        ? name.endsWith('in-addr.arpa.')
+          ? { rcode: RCODE.NXDOMAIN }
+          : { answers: [CNAME(name, 'pay.example.org.')] }
+        : { answers: [A('pay.example.org.', '192.0.2.7')] },
+    );
+    const routes = new RouteTable({
+      rules: ['/cluster.local/10.96.0.10', '/in-addr.arpa/10.96.0.10', '192.0.2.53'].map((f) => parseServerFlag(f)),
+      stubDomains: new Map(),
+      upstreamNameservers: [],
+      resolvConf: [],
+      carryClientTo: ['10.96.0.10'],
+    });
+    for (const name of ['pay.shop.svc.cluster.local', '7.2.0.192.in-addr.arpa']) {
+      const q = { ...question(name), clientAddress: '10.244.1.5' };
+      await resolveQuestion(routes, routes.routeFor(q.name), q, up.options());
+    }
+    expect(up.sent.map((s) => [s.server, clientAddressOf(s.query)])).toEqual([
+      ['10.96.0.10#53', '10.244.1.5'],
+      ['192.0.2.53#53', undefined],
+      ['10.96.0.10#53', '10.244.1.5'],
+      ['192.0.2.53#53', undefined],
+    ]);
   });
 
   it('does not chase what the default upstreams answered (they recurse themselves)', async () => {

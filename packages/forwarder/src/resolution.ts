@@ -38,6 +38,16 @@ export interface Resolved {
 }
 
 /**
+ * The question as a route's servers get it: the client's address only where the route carries it
+ * (to the cluster's DNS), never on a fall-through to the upstreams or a chase through another route.
+ */
+function askedOn(route: Route, q: UpstreamQuestion): UpstreamQuestion {
+  if (route.carryClient || q.clientAddress === undefined) return q;
+  const { clientAddress: _dropped, ...rest } = q;
+  return rest;
+}
+
+/**
  * Resolves one question through its route (looked up once, by the caller): reverse names the
  * cluster does not know fall through to the upstreams, and a CNAME that leaves the route's domain
  * without an answer (an ExternalName service) is chased through the target's own route, the chain
@@ -52,7 +62,7 @@ export async function resolveQuestion(
   depth = 0,
 ): Promise<Resolved> {
   let route = firstRoute;
-  let raw = await forwardQuery(serversInTurn(route), q, options, route.forceTcp);
+  let raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route.forceTcp);
   let rcode = raw.readUInt16BE(2) & RCODE_MASK;
   if (
     route.fallsThrough &&
@@ -60,7 +70,7 @@ export async function resolveQuestion(
     routes.upstream.servers.length > 0
   ) {
     route = routes.upstream;
-    raw = await forwardQuery(serversInTurn(route), q, options, route.forceTcp);
+    raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route.forceTcp);
     rcode = raw.readUInt16BE(2) & RCODE_MASK;
   }
   let { wire, scanned } = normalize(raw);

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import {
   assembleReply,
@@ -74,6 +75,8 @@ export interface SeenQuery {
   id: number;
   /** The source port it came from: what an attacker controlling a name learns of its asker. */
   port: number;
+  /** The query as it came: what it carried beside the question (EDNS options). */
+  raw: Buffer;
 }
 
 export interface TestUpstream {
@@ -181,6 +184,7 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
       transport: context.transport,
       id: q.id,
       port: context.remotePort,
+      raw: Buffer.from(q.raw),
     });
     if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
     if (options.hold) {
