@@ -26,7 +26,8 @@ export function encodeClientAddress(address: string): Buffer {
   const out = Buffer.alloc(20);
   out.writeUInt16BE(2, 0);
   out[2] = 128;
-  ipv6Groups(plain).forEach((group, i) => out.writeUInt16BE(group, 4 + 2 * i));
+  const groups = ipv6Groups(plain);
+  for (let i = 0; i < groups.length; i++) out.writeUInt16BE(groups[i] as number, 4 + 2 * i);
   return out;
 }
 

@@ -82,7 +82,9 @@ export class ClientDoor implements Door {
    * another's rate, nor escape its own, by naming someone.
    */
   clientOf(message: Buffer, address: string): string {
-    // No additional record, no OPT, no option: most queries stop here.
+    // Nobody trusted (a node cache, or a Pod's forwarder without node caches): no name is ever
+    // believed, and none is read. No additional record, no OPT, no option: most queries stop here.
+    if (this.trustedFrom.length === 0) return address;
     if (message.length < HEADER_BYTES || (message[10] === 0 && message[11] === 0)) return address;
     const named = clientAddressOf(message);
     if (named === undefined) return address;
