@@ -68,15 +68,10 @@ export interface ForwarderMetricSources {
  */
 export function createForwarderMetrics(registry: Registry, sources: ForwarderMetricSources) {
   if (sources.processMetrics) collectProcessMetrics(registry);
-  const { cache, cacheStage, forward, upstreams, notify, zones } = sources;
+  const { cache, cacheStage, forward, upstreams, notify, zones, guard } = sources;
+  createListenerMetrics(registry, { ...sources, hits: () => cacheStage.counts });
   const server = () => ({ server: sources.server() });
 
-  counterFrom(
-    registry,
-    'clusterdns_forwarder_cache_hits_total',
-    'Queries answered from the cache.',
-    () => cacheStage.counts.hits,
-  );
   counterFrom(
     registry,
     'clusterdns_forwarder_cache_misses_total',
@@ -154,16 +149,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     // Every worker holds the same serial.
     'max',
   );
-  labelledFrom(
-    registry,
-    'coredns_cache_hits_total',
-    'Cache hits, by type: success or denial (NXDOMAIN, NODATA).',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'success' }, cacheStage.counts.hits - cacheStage.counts.denialHits],
-      [{ ...server(), type: 'denial' }, cacheStage.counts.denialHits],
-    ],
-  );
   labelledFrom(registry, 'coredns_cache_misses_total', 'Cache misses.', ['server'], () => [
     [server(), cacheStage.counts.misses],
   ]);
@@ -203,39 +188,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['route'],
     () => [...budget.counts.jostled].map(([route, n]) => [{ route }, n]),
   );
-  // Isolation: what was done instead of serving a client, by reason, and the random-subdomain guard.
-  const { door, guard } = sources;
-  labelledFrom(
-    registry,
-    'clusterdns_forwarder_limited_total',
-    'Queries and answers not served as asked to keep one client from taking DNS from the others, by reason: client_refused, client_truncated and client_dropped (--client-qps, --client-tcp-qps), rrl_dropped and rrl_truncated (--rrl-responses-per-second), shed (--shed-after).',
-    ['reason'],
-    () => [
-      [{ reason: 'client_refused' }, door.counts.clientRefused],
-      [{ reason: 'client_truncated' }, door.counts.clientTruncated],
-      [{ reason: 'client_dropped' }, door.counts.clientDropped],
-      [{ reason: 'rrl_dropped' }, door.counts.rrlDropped],
-      [{ reason: 'rrl_truncated' }, door.counts.rrlTruncated],
-      [{ reason: 'shed' }, sources.shed()],
-    ],
-  );
-  labelledFrom(
-    registry,
-    'clusterdns_forwarder_client_identity_total',
-    'Queries naming the pod they ask for (a node cache’s EDNS0 option), by result: carried (from an address of --trust-client-address-from: its limits count that pod), forged (from any other: ignored). Seen where per-client limits are on.',
-    ['result'],
-    () => [
-      [{ result: 'carried' }, door.counts.identityCarried],
-      [{ result: 'forged' }, door.counts.identityForged],
-    ],
-  );
-  gaugeFrom(
-    registry,
-    'clusterdns_forwarder_limited_clients',
-    'Client addresses with a rate-limit bucket now (at most 65,536 per transport).',
-    [],
-    () => [[{}, door.trackedClients()]],
-  );
   counterFrom(
     registry,
     'clusterdns_forwarder_subdomain_guard_trips_total',
@@ -257,11 +209,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     // Every worker holds a domain another tripped on.
     'max',
   );
-  // Node caches (NodeLocal DNSCache's force_tcp) hold TCP connections for long: how many, and
-  // whether the caps (--max-tcp-connections, --max-tcp-connections-per-client) turn clients away.
-  gaugeFrom(registry, 'clusterdns_forwarder_tcp_connections', 'Client TCP connections open now.', [], () => [
-    [{}, sources.tcp().open],
-  ]);
   // Our side of the same: a node cache's kept connections to the cluster's DNS. Opened growing
   // with the queries, not staying near the open count, means connections are not being kept.
   gaugeFrom(
@@ -283,39 +230,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Zone transfers relayed for node caches (--transfer-relay-from), by result: relayed, refused, failed.',
     ['result'],
     () => Object.entries(sources.relay.counts).map(([result, n]): [Record<string, string>, number] => [{ result }, n]),
-  );
-  labelledFrom(
-    registry,
-    'clusterdns_forwarder_tcp_connections_refused_total',
-    'Client TCP connections closed at once at a cap: limit (--max-tcp-connections) or per_client.',
-    ['reason'],
-    () => {
-      const { refused } = sources.tcp();
-      return [
-        [{ reason: 'limit' }, refused.limit],
-        [{ reason: 'per_client' }, refused.perClient],
-      ];
-    },
-  );
-  labelledFrom(
-    registry,
-    'clusterdns_forwarder_tcp_stalled_closed_total',
-    'Client TCP connections closed because the client stopped reading its replies: timeout (--tcp-write-timeout) or budget (--max-tcp-unsent-total-bytes).',
-    ['reason'],
-    () => {
-      const { stalls } = sources.tcp();
-      return [
-        [{ reason: 'timeout' }, stalls.timeout],
-        [{ reason: 'budget' }, stalls.budget],
-      ];
-    },
-  );
-  gaugeFrom(
-    registry,
-    'clusterdns_forwarder_tcp_unsent_bytes',
-    'Reply octets waiting in client TCP connections for their clients to read them (at most --max-tcp-unsent-total-bytes, give or take a sweep).',
-    [],
-    () => [[{}, sources.tcp().unsentBytes]],
   );
   gaugeFrom(
     registry,
@@ -357,7 +271,150 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     // 1 while any worker's last try got a reply.
     'max',
   );
+}
 
+/**
+ * What a cache counts of itself: its entries and the live ones pushed out. A forwarder reports its
+ * own cache's; a pool of workers sharing one store reports the store's once, from its main thread.
+ */
+export function createCacheMetrics(registry: Registry, cache: AnswerCache, serverLabel: () => string): void {
+  const server = () => ({ server: serverLabel() });
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_cache_entries',
+    'Entries in the cache (stale ones kept for serve-stale included).',
+    [],
+    () => [[{}, cache.size]],
+  );
+  labelledFrom(
+    registry,
+    'coredns_cache_evictions_total',
+    'Live cache entries pushed out to make room, by type.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
+      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
+    ],
+  );
+  gaugeFrom(
+    registry,
+    'coredns_cache_entries',
+    'Entries in the cache, by type: success or denial.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'denial' }, cache.denialEntries],
+      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
+    ],
+  );
+}
+
+/** What each listener's side counts: a forwarder's, or a lane's of a pool (workers/lane.ts). */
+export interface ListenerMetricSources {
+  /** This worker's index (--workers), for the one series kept per worker. */
+  worker?: string;
+  server(): string;
+  /** Cache hits answered here (the express lane's, and the chain's in a forwarder). */
+  hits(): { readonly hits: number; readonly denialHits: number };
+  door: ClientDoor;
+  shed(): number;
+  queries: ServerQueryCounts;
+  tcp(): { open: number; refused: TcpRefusals; stalls: TcpStalls; unsentBytes: number };
+}
+
+/**
+ * The series counted where queries arrive: requests and responses, cache hits, the door's
+ * refusals, client TCP connections. A forwarder reports its own; each lane of a pool of workers
+ * reports its own, and the pool's /metrics sums them with the main forwarder's.
+ */
+export function createListenerMetrics(registry: Registry, sources: ListenerMetricSources): void {
+  const { door } = sources;
+  const server = () => ({ server: sources.server() });
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_cache_hits_total',
+    'Queries answered from the cache.',
+    () => sources.hits().hits,
+  );
+  labelledFrom(
+    registry,
+    'coredns_cache_hits_total',
+    'Cache hits, by type: success or denial (NXDOMAIN, NODATA).',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'success' }, sources.hits().hits - sources.hits().denialHits],
+      [{ ...server(), type: 'denial' }, sources.hits().denialHits],
+    ],
+  );
+  // Isolation: what was done instead of serving a client, by reason.
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_limited_total',
+    'Queries and answers not served as asked to keep one client from taking DNS from the others, by reason: client_refused, client_truncated and client_dropped (--client-qps, --client-tcp-qps), rrl_dropped and rrl_truncated (--rrl-responses-per-second), shed (--shed-after).',
+    ['reason'],
+    () => [
+      [{ reason: 'client_refused' }, door.counts.clientRefused],
+      [{ reason: 'client_truncated' }, door.counts.clientTruncated],
+      [{ reason: 'client_dropped' }, door.counts.clientDropped],
+      [{ reason: 'rrl_dropped' }, door.counts.rrlDropped],
+      [{ reason: 'rrl_truncated' }, door.counts.rrlTruncated],
+      [{ reason: 'shed' }, sources.shed()],
+    ],
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_client_identity_total',
+    'Queries naming the pod they ask for (a node cache’s EDNS0 option), by result: carried (from an address of --trust-client-address-from: its limits count that pod), forged (from any other: ignored). Seen where per-client limits are on.',
+    ['result'],
+    () => [
+      [{ result: 'carried' }, door.counts.identityCarried],
+      [{ result: 'forged' }, door.counts.identityForged],
+    ],
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_limited_clients',
+    'Client addresses with a rate-limit bucket now (at most 65,536 per transport).',
+    [],
+    () => [[{}, door.trackedClients()]],
+  );
+  // Node caches (NodeLocal DNSCache's force_tcp) hold TCP connections for long: how many, and
+  // whether the caps (--max-tcp-connections, --max-tcp-connections-per-client) turn clients away.
+  gaugeFrom(registry, 'clusterdns_forwarder_tcp_connections', 'Client TCP connections open now.', [], () => [
+    [{}, sources.tcp().open],
+  ]);
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_tcp_connections_refused_total',
+    'Client TCP connections closed at once at a cap: limit (--max-tcp-connections) or per_client.',
+    ['reason'],
+    () => {
+      const { refused } = sources.tcp();
+      return [
+        [{ reason: 'limit' }, refused.limit],
+        [{ reason: 'per_client' }, refused.perClient],
+      ];
+    },
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_tcp_stalled_closed_total',
+    'Client TCP connections closed because the client stopped reading its replies: timeout (--tcp-write-timeout) or budget (--max-tcp-unsent-total-bytes).',
+    ['reason'],
+    () => {
+      const { stalls } = sources.tcp();
+      return [
+        [{ reason: 'timeout' }, stalls.timeout],
+        [{ reason: 'budget' }, stalls.budget],
+      ];
+    },
+  );
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_tcp_unsent_bytes',
+    'Reply octets waiting in client TCP connections for their clients to read them (at most --max-tcp-unsent-total-bytes, give or take a sweep).',
+    [],
+    () => [[{}, sources.tcp().unsentBytes]],
+  );
   // How evenly the kernel spreads clients over the workers' sockets (SO_REUSEPORT hashes each
   // client's address and port): the one series that is not summed over workers.
   if (sources.worker !== undefined) {
@@ -396,40 +453,5 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'coredns_dns_request_duration_seconds',
     'Time from a query arriving to its reply, by query type.',
     duration,
-  );
-}
-
-/**
- * What a cache counts of itself: its entries and the live ones pushed out. A forwarder reports its
- * own cache's; a pool of workers sharing one store reports the store's once, from its main thread.
- */
-export function createCacheMetrics(registry: Registry, cache: AnswerCache, serverLabel: () => string): void {
-  const server = () => ({ server: serverLabel() });
-  gaugeFrom(
-    registry,
-    'clusterdns_forwarder_cache_entries',
-    'Entries in the cache (stale ones kept for serve-stale included).',
-    [],
-    () => [[{}, cache.size]],
-  );
-  labelledFrom(
-    registry,
-    'coredns_cache_evictions_total',
-    'Live cache entries pushed out to make room, by type.',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
-      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
-    ],
-  );
-  gaugeFrom(
-    registry,
-    'coredns_cache_entries',
-    'Entries in the cache, by type: success or denial.',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'denial' }, cache.denialEntries],
-      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
-    ],
   );
 }
