@@ -13,9 +13,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** Entry points of each process: its main, and any worker it starts by file name. */
 export const BUNDLES = {
   'record-builder': ['main.js', 'api-worker.js'],
-  // node-cache-main.js: the forwarder in node-local mode (the node-cache image); forwarder-worker.js
-  // and node-cache-worker.js: each worker thread of --workers and -workers.
-  forwarder: ['main.js', 'node-cache-main.js', 'forwarder-worker.js', 'node-cache-worker.js'],
+  // node-cache-main.js: the forwarder in node-local mode (the node-cache image); lane-worker.js:
+  // each lane of --workers and -workers (a worker thread beside the main thread's forwarder).
+  forwarder: ['main.js', 'node-cache-main.js', 'lane-worker.js'],
   sidecar: ['main.js'],
 };
 

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { FlagError, type Logger, ServerCore, sleep } from '@cluster-dns/runtime';
+import { type ClientLimits, FlagError, type Logger, ServerCore, sleep } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
   chainStages,
@@ -8,9 +8,9 @@ import {
   createUpstreamTcp,
   createUpstreamUdp,
   type DnsListener,
-  type Fqdn,
   OPCODE,
   QCLASS,
+  type RawHandler,
   RCODE,
   type Rejection,
 } from '@cluster-dns/wire';
@@ -40,8 +40,6 @@ import { createSelfCheck } from './self-address.js';
 import type { Serving } from './serving.js';
 import { TransferRelayStage } from './transfer-relay-stage.js';
 import { UpstreamStats } from './upstream-stats.js';
-import type { WorkerPeers } from './workers/worker-peers.js';
-import type { ZoneChanged } from './zone-sync.js';
 import { createZoneTransfers } from './zone-transfers.js';
 
 export const VERSION = 'cluster-dns-forwarder-0.1.0';
@@ -60,14 +58,14 @@ export interface ForwarderDeps {
     defaultsFrom?(raw: RawConfig): RouteSources;
   };
   /**
-   * One worker of several (--workers, worker-pool.ts): the zone sync and CHAOS statistics are
-   * shared with the others, and /metrics is served by the main thread, which sums every worker's.
+   * Worker 0 of a pool (--workers, worker-pool.ts): the lanes beside it answer hits from the same
+   * cache and hand it the rest; /metrics is the pool's (this one's series labelled `worker`), its
+   * CHAOS statistics add the lanes' hits, and new per-client limits go to the lanes too.
    */
-  peers?: WorkerPeers;
+  pooled?: { worker: string; laneHits(): number; onLimits(limits: ClientLimits): void };
   /**
    * The cache, when not one of this forwarder's own (ReplyCache, bounded by entries): the process's
-   * shared store (shared-cache/). With peers, answers any worker keeps are hits in every other, and
-   * the pool's main thread reports the store's own series.
+   * shared store (shared-cache/), which a pool's lanes read too.
    */
   sharedCache?: AnswerCache;
 }
@@ -87,6 +85,8 @@ export interface Forwarder extends Serving {
   disabledServers(): string[];
   /** Every metric as prom-client's JSON, for the main thread to sum over workers. */
   metricsJson(): ReturnType<Registry['getMetricsAsJSON']>;
+  /** The query pipeline its listeners use: a pool's lanes hand it the queries they do not answer. */
+  handle: RawHandler;
 }
 
 /**
@@ -108,8 +108,6 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const disabled = new Set<string>();
   const loops = createLoopDetector({ log, disabled });
   const cache = deps.sharedCache ?? new ReplyCache(options.cacheSize, now, options.maxStaleSeconds);
-  // One store for every worker: the leader's drops reach the others through it, not by a scan each.
-  const ownDrops = deps.sharedCache ? { evictNames: () => 0, flushZone: () => 0 } : cache;
   const upstreams = new UpstreamStats((server, reason) =>
     log.warn('dropped a reply that does not match its query (possible spoofing)', { server, reason }),
   );
@@ -126,7 +124,11 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log,
     isSelf,
     // The ConfigMap's clientLimits over the flags', as each config is applied.
-    onLimits: (overrides) => door.setLimits({ ...options.isolation.limits, ...overrides }),
+    onLimits: (overrides) => {
+      const limits = { ...options.isolation.limits, ...overrides };
+      door.setLimits(limits);
+      deps.pooled?.onLimits(limits);
+    },
     onApplied: (next) => {
       // Cached answers of routes that did not change stay valid.
       const dropped = cache.dropStale((name) => next.routeFor(name).id);
@@ -134,17 +136,14 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       return { cacheEntriesDropped: dropped };
     },
   });
-  const transfers = (changed?: ZoneChanged) =>
-    createZoneTransfers({
-      routes: config.routes,
-      cache,
-      options,
-      notifyFromAnySource: options.notifyListen !== undefined,
-      upstreamTcp,
-      ...(changed ? { changed } : {}),
-      log,
-    });
-  const zoneSync = deps.peers ? deps.peers.zoneSync(transfers, ownDrops) : transfers();
+  const zoneSync = createZoneTransfers({
+    routes: config.routes,
+    cache,
+    options,
+    notifyFromAnySource: options.notifyListen !== undefined,
+    upstreamTcp,
+    log,
+  });
 
   const { isolation } = options;
   const budget = new RouteBudget(options.forwardMax, isolation.jostleMs, () => performance.now());
@@ -154,15 +153,11 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     () => performance.now(),
     isolation.trustClientAddressFrom,
   );
-  // With --workers, a trip in one worker holds the domain in every worker.
-  let shareTrip: ((domain: Fqdn, forMs: number) => void) | undefined;
   const guard = new SubdomainGuardStage(isolation.guard, {
     routes: config.routes,
     log,
     now: () => performance.now(),
-    tripped: (domain, forMs) => shareTrip?.(domain, forMs),
   });
-  shareTrip = deps.peers?.guardSync((domain, forMs) => guard.holdFromPeer(domain, forMs));
   const forward = new ForwardStage({
     routes: config.routes,
     budget,
@@ -197,14 +192,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     timeoutMs: options.forwardDeadlineMs,
     log,
   });
-  // A shared store's own counts go into the workers' sum once, by the leader's.
-  const ownsCounts = !deps.sharedCache || !deps.peers || deps.peers.index === 0;
   const stats = (): StatsSnapshot => ({
-    cachesize: ownsCounts ? options.cacheSize : 0,
-    insertions: ownsCounts ? cache.counts.insertions : 0,
-    evictions: ownsCounts ? cache.counts.evictions : 0,
+    cachesize: options.cacheSize,
+    insertions: cache.counts.insertions,
+    evictions: cache.counts.evictions,
     misses: cacheStage.counts.misses,
-    hits: cacheStage.counts.hits,
+    // A pool's lanes answer hits too: they count them into shared memory.
+    hits: cacheStage.counts.hits + (deps.pooled?.laneHits() ?? 0),
     auth: 0,
     servers: config
       .routes()
@@ -215,7 +209,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       }),
     version: VERSION,
   });
-  const chaos = new ChaosStage(deps.peers ? deps.peers.summedStats(stats) : stats);
+  const chaos = new ChaosStage(stats);
   const rewrite = new RewriteStage(() => config.routes().plugins.rewrites);
   const hosts = new HostsStage(() => config.routes().plugins.hosts);
   const chain = chainStages<ForwarderRequest>(
@@ -227,13 +221,12 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const serverLabel = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
   const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
   createForwarderMetrics(registry, {
-    // With workers, the process's own metrics come once, from the main thread.
-    processMetrics: !deps.peers,
-    ...(deps.peers ? { worker: String(deps.peers.index) } : {}),
+    // In a pool, the process's own metrics come once, from the pool.
+    processMetrics: !deps.pooled,
+    ...(deps.pooled ? { worker: deps.pooled.worker } : {}),
     server: serverLabel,
     queries,
-    // A pool's workers share one store, whose own series the pool reports once.
-    cache: deps.sharedCache && deps.peers ? undefined : cache,
+    cache,
     cacheStage,
     forward,
     budget,
@@ -307,6 +300,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     detectLoops: () => loops.check(config.routes().servers()),
     disabledServers: () => [...disabled],
     metricsJson: () => registry.getMetricsAsJSON(),
+    handle: handler,
     async start() {
       // A --server that is ourselves is a mistake in the flags: refuse to start, naming it.
       for (const rule of options.rules)
@@ -367,7 +361,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         closers.push('SOA check', () => clearInterval(soaCheck));
       }
       let metricsPort = 0;
-      if (!deps.peers) {
+      if (!deps.pooled) {
         const metricsHttp = await server.listenHttp(
           'metrics',
           options.metricsAddress,
@@ -385,7 +379,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       }
       if (options.loopDetect) await loops.check(config.routes().servers());
       const port = listeners[0]?.port ?? 0;
-      log.info(deps.peers ? 'worker ready' : 'ready', {
+      log.info(deps.pooled ? 'worker ready' : 'ready', {
         port,
         metricsPort,
         addresses: options.listenAddresses,

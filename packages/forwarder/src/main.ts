@@ -14,27 +14,22 @@ await runMain(
     flags: forwarderFlags,
     shutdownDeadlineMs: 30_000,
     start: async (values, { log }) => {
-      if (values.corefile) return startCorefileForwarder(values, { log, argv: hooks.argv });
+      if (values.corefile) return startCorefileForwarder(values, { log });
       const options = toForwarderOptions(values);
       checkWorkers('--workers', values.workers);
       log.info('starting', { options, workers: values.workers });
       const forwarder =
         values.workers > 1
           ? createWorkerPool({
-              kind: 'forwarder',
+              options,
               program: 'forwarder',
-              argv: hooks.argv,
               count: values.workers,
-              addresses: options.listenAddresses,
-              port: options.port,
               metrics: {
                 address: options.metricsAddress,
                 port: options.metricsPort,
                 flags: '--metrics-address, --metrics-port',
               },
               reusePort: false,
-              cacheSize: options.cacheSize,
-              maxStaleSeconds: options.maxStaleSeconds,
               leader: forwarderLeader(options),
               log,
             })

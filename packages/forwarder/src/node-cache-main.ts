@@ -35,7 +35,7 @@ await runMain(
     shutdownDeadlineMs: 30_000,
     start: async (values, { log }) => {
       log.info('starting', { values });
-      const cache = await startNodeCache(values, { log, run, env: process.env, argv: process.argv.slice(2) });
+      const cache = await startNodeCache(values, { log, run, env: process.env });
       return { shutdown: () => cache.shutdown() };
     },
   },

@@ -23,11 +23,6 @@ export interface ZoneSyncDeps {
   /** Drops every cached entry in the zone; returns how many. */
   flushZone(zone: Fqdn): number;
   /**
-   * After each change applied here: the serial now held and what was dropped (the whole zone, or
-   * these names). Workers (worker-peers.ts) hand it to the other workers' caches.
-   */
-  changed?(zone: Fqdn, serial: number, dropped: 'zone' | ReadonlySet<Fqdn>): void;
-  /**
    * Fetch again after these delays when a NOTIFY's fetch found nothing new (node-local mode). The
    * replica that notifies a node cache is not always the one its fetches reach, which may apply
    * the same change a few milliseconds later; without this, the change would wait for the next
@@ -40,7 +35,6 @@ export interface ZoneSyncDeps {
 }
 
 /** The hook told each change a zone sync applied. */
-export type ZoneChanged = NonNullable<ZoneSyncDeps['changed']>;
 
 /**
  * What zone sync counts: transfers by result, cache entries dropped because a name changed, and
@@ -112,7 +106,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         const dropped = deps.flushZone(zone);
         counts.invalidated += dropped;
         state.serial = serial;
-        deps.changed?.(zone, serial, 'zone');
         deps.log.info('zone pushed: cached answers follow its changes', { zone, serial, dropped });
         // Then at once what changed since, as for every later NOTIFY. The serial may have come
         // through a cache behind the zone's server (a node cache asks the Pod's forwarder), and
@@ -122,15 +115,13 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       transferred(change.kind);
       state.last = change.kind;
       let dropped = 0;
-      let names: Set<Fqdn> | 'zone' | undefined;
       if (change.kind === 'full') {
         state.epoch++;
         dropped = deps.flushZone(zone);
-        names = 'zone';
       } else if (change.kind === 'incremental') {
         // The apex always: its SOA carries the serial, which moves with every change, so a cache
         // behind us (a node cache) never reads an old serial here.
-        names = new Set<Fqdn>([zone]);
+        const names = new Set<Fqdn>([zone]);
         for (const name of change.names) {
           for (let n = name; isInZone(n, zone); n = parentOf(n)) {
             names.add(n);
@@ -145,7 +136,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       }
       counts.invalidated += dropped;
       state.serial = change.serial;
-      if (names) deps.changed?.(zone, change.serial, names);
       return true;
     } catch (error) {
       transferred('failed');

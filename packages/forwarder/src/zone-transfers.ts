@@ -16,7 +16,7 @@ import {
 } from '@cluster-dns/wire';
 import type { AnswerCache } from './cache.js';
 import { type RouteTable, serverText } from './route-table.js';
-import { createZoneSync, type ZoneSync, type ZoneSyncDeps } from './zone-sync.js';
+import { createZoneSync, type ZoneSync } from './zone-sync.js';
 
 /**
  * Zone sync (zone-sync.ts) on the network: a zone's server is the first server of its route, NOTIFY
@@ -33,7 +33,6 @@ export function createZoneTransfers(deps: {
   /** NOTIFY from anywhere (node-local mode): it only makes us fetch from the zone's own server. */
   notifyFromAnySource?: boolean;
   /** Told each change applied (workers hand it to the other workers' caches). */
-  changed?: ZoneSyncDeps['changed'];
   /** The kept connections of `force_tcp` routes (the forward stage's). */
   upstreamTcp?: UpstreamTcp;
   log: Logger;
@@ -79,7 +78,6 @@ export function createZoneTransfers(deps: {
     },
     evictNames: (names) => cache.evictNames(names),
     flushZone: (zone) => cache.flushZone(zone),
-    ...(deps.changed ? { changed: deps.changed } : {}),
     // Node-local mode: the replica that notified may be ahead of the one the fetch reached.
     ...(deps.notifyFromAnySource ? { recheckAfterMs: [100, 400] } : {}),
     log: deps.log,

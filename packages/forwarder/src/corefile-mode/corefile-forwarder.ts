@@ -130,7 +130,7 @@ export async function corefileForwarder(
  */
 export async function startCorefileForwarder(
   values: FlagValues<typeof forwarderFlags>,
-  deps: { log: Logger; argv: readonly string[] },
+  deps: { log: Logger },
 ): Promise<{ shutdown(): Promise<void> }> {
   const { log } = deps;
   const { plan, options, config } = await corefileForwarder(values, { log });
@@ -139,16 +139,11 @@ export async function startCorefileForwarder(
   const forwarder: Serving =
     values.workers > 1
       ? createWorkerPool({
-          kind: 'forwarder',
+          options,
           program: 'forwarder',
-          argv: deps.argv,
           count: values.workers,
-          addresses: options.listenAddresses,
-          port: options.port,
           metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
           reusePort: false,
-          cacheSize: options.cacheSize,
-          maxStaleSeconds: options.maxStaleSeconds,
           leader: forwarderLeader(options, config),
           log,
         })

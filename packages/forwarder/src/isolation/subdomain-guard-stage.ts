@@ -52,8 +52,8 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
   readonly name = 'subdomain guard';
   readonly counts: SubdomainGuardCounts = { trips: 0, answered: 0 };
   private readonly windows = new Map<Fqdn, Window>();
-  /** Tripped parents: until when, and whether this guard tripped it (or another worker's did). */
-  private readonly held = new Map<Fqdn, { untilMs: number; own: boolean }>();
+  /** Tripped parents, until when. */
+  private readonly held = new Map<Fqdn, { untilMs: number }>();
   private readonly cuts = new ZoneCuts();
 
   constructor(
@@ -62,17 +62,8 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
       routes(): RouteTable;
       log: Logger;
       now(): number;
-      /** Told of each trip (the other workers, --workers). */
-      tripped?(domain: Fqdn, holdMs: number): void;
     },
   ) {}
-
-  /** Holds a domain another worker's guard tripped on, for `forMs`. */
-  holdFromPeer(domain: Fqdn, forMs: number): void {
-    if (this.held.has(domain) || this.held.size >= MAX_PARENTS) return;
-    this.held.set(domain, { untilMs: this.deps.now() + forMs, own: false });
-    this.windows.delete(domain);
-  }
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     if (this.options.minMisses === 0) return next(request);
@@ -129,9 +120,8 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
       this.held.size < MAX_PARENTS
     ) {
       this.counts.trips++;
-      this.held.set(parent, { untilMs: this.deps.now() + this.options.holdMs, own: true });
+      this.held.set(parent, { untilMs: this.deps.now() + this.options.holdMs });
       this.windows.delete(parent);
-      this.deps.tripped?.(parent, this.options.holdMs);
       this.deps.log.warn('random-subdomain guard tripped: new names under this domain get SERVFAIL without asking', {
         domain: parent,
         distinctMisses: window.names.size,
@@ -143,11 +133,8 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
   }
 
   private clear(parent: Fqdn): void {
-    const own = this.held.get(parent)?.own ?? false;
     this.held.delete(parent);
-    // The worker that tripped logs it; the others only follow it.
-    if (own)
-      this.deps.log.info('random-subdomain guard cleared: names under this domain are asked again', { domain: parent });
+    this.deps.log.info('random-subdomain guard cleared: names under this domain are asked again', { domain: parent });
   }
 
   private windowOf(parent: Fqdn, nowMs: number): Window {

@@ -17,8 +17,6 @@ export interface NodeCacheDeps {
   run: CommandRunner;
   /** The process's environment: `<UPSTREAMSVC>_SERVICE_HOST` is read from it. */
   env: Readonly<Record<string, string | undefined>>;
-  /** The process's flags as given: each worker (-workers) parses them again. */
-  argv: readonly string[];
 }
 
 export interface NodeCache {
@@ -85,17 +83,11 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     forwarder =
       workers > 1
         ? createWorkerPool({
-            kind: 'node-cache',
+            options,
             program: 'node-cache',
-            argv: deps.argv,
             count: workers,
-            addresses: options.listenAddresses,
-            port: options.port,
-            ...(options.notifyListen ? { notifyPort: options.notifyListen.port } : {}),
             metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
             reusePort: options.reusePort,
-            cacheSize: options.cacheSize,
-            maxStaleSeconds: options.maxStaleSeconds,
             leader: forwarderLeader(options, config),
             log,
           })

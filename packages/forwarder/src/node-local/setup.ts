@@ -21,7 +21,7 @@ import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
 
 // Node-local mode's setup, as CoreDNS's setup.go builds a plugin: node-cache's flags and the
 // Corefile they name are read (parse), then the forwarder's options and routes are made from them
-// (build). The main thread and each worker (node-cache-worker.ts) build the same forwarder here.
+// (build). A pool's lanes (-workers) build nothing: they answer from the main thread's cache.
 
 /** The forwarder's routes from a rendered plan: zones as rules, the `.` block as the default route. */
 function sourcesOf(

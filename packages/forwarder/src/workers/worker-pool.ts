@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 import { Worker } from 'node:worker_threads';
 import {
+  type ClientLimits,
   ClusterDnsError,
   collectProcessMetrics,
   counterFrom,
@@ -9,53 +10,30 @@ import {
   type Logger,
   ServerCore,
 } from '@cluster-dns/runtime';
-import { reusePortSupported } from '@cluster-dns/wire';
+import { type QueryContext, type Reply, reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import { monotonicMs } from '../cache.js';
-import { createForwarder, type ForwarderDeps } from '../forwarder.js';
-import { createCacheMetrics } from '../metrics.js';
+import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
 import type { ForwarderOptions } from '../options.js';
-import type { ForwarderStarted, Serving } from '../serving.js';
+import type { ForwarderStarted } from '../serving.js';
 import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
-import { WORKER_SCRIPTS } from '../worker-script.js';
-import { broadcastLink, createWorkerPeers, type WorkerPeers } from './worker-peers.js';
+import { LANE_SCRIPT } from '../worker-script.js';
+import { exactCopy, type FromLane, type LaneData, laneDataOf, type ToLane } from './lane.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 
-/** What each worker thread is started with (forwarder-worker.ts). */
-export interface WorkerData {
-  kind: 'forwarder' | 'node-cache';
-  program: string;
-  /** The process's flags, parsed again in the worker (functions and sockets do not cross threads). */
-  argv: readonly string[];
-  index: number;
-  count: number;
-  /** The DNS port every worker binds (the first worker's, when the flags say 0). */
-  port: number;
-  notifyPort: number | undefined;
-  /** The BroadcastChannel the workers share (worker-peers.ts). */
-  channel: string;
-  /** The answers every worker keeps and reads (shared-cache/): made here, so a restarted worker finds them. */
-  cacheMemory: SharedArrayBuffer;
+/** What worker 0, the main thread's forwarder, is built with: what it shares with the lanes. */
+export interface LeaderShared {
+  sharedCache: SharedAnswerStore;
+  /** The hits the lanes answered, for its CHAOS statistics. */
+  laneHits(): number;
+  /** Called with the per-client limits whenever the ConfigMap changes them: the lanes take them too. */
+  onLimits(limits: ClientLimits): void;
+  log: Logger;
 }
 
-export type ToWorker = { t: 'metrics'; id: number } | { t: 'stop' };
-type FromWorker =
-  | { t: 'ready'; port: number; notifyPort: number | undefined }
-  | { t: 'failed'; error: { message?: string; code?: string } }
-  | { t: 'metrics'; id: number; json: MetricsJson }
-  | { t: 'stopped' };
-
-/** The forwarder this thread runs as worker 0, with what it shares with the others. */
-export type LeaderFactory = (shared: { peers: WorkerPeers; sharedCache: SharedAnswerStore; log: Logger }) => Serving & {
-  metricsJson(): Promise<MetricsJson>;
-};
-
-/** Worker 0 as the shells build it: the forwarder they would run alone, bound beside the workers. */
-export function forwarderLeader(options: ForwarderOptions, config?: ForwarderDeps['config']): LeaderFactory {
-  return ({ peers, sharedCache, log }) =>
-    createForwarder({ ...options, reusePort: true }, { log, peers, sharedCache, ...(config ? { config } : {}) });
-}
+/** The main thread's forwarder: worker 0, which also answers every query a lane hands it. */
+export type LeaderFactory = (shared: LeaderShared) => Forwarder;
 
 export interface WorkerPool {
   start(): Promise<ForwarderStarted>;
@@ -73,77 +51,75 @@ export function checkWorkers(flag: string, workers: number): void {
     );
 }
 
+/** Worker 0 as the shells build it: the forwarder they would run alone, bound beside the lanes. */
+export function forwarderLeader(options: ForwarderOptions, config?: ForwarderDeps['config']): LeaderFactory {
+  return ({ sharedCache, laneHits, onLimits, log }) =>
+    createForwarder(
+      { ...options, reusePort: true },
+      { log, pooled: { worker: '0', laneHits, onLimits }, sharedCache, ...(config ? { config } : {}) },
+    );
+}
+
 /**
- * --workers=N: N forwarders in one process, each binding the DNS port with SO_REUSEPORT, so the
- * kernel spreads clients over them by address and port (node:cluster hands every worker one
- * shared UDP handle, and one worker then takes most datagrams). Worker 0 is this thread's own
- * forwarder (the shell's `leader`), which leads zone sync; the other N - 1 run in worker threads,
- * and this thread starts again any that dies. They share one cache (shared-cache/, in memory made
- * here, so a worker started again finds it whole), through which worker 0's drops reach them all
- * (worker-peers.ts). This thread serves /metrics, summed over the workers.
+ * --workers=N: one process answering on N sockets of the DNS port, each bound with SO_REUSEPORT,
+ * so the kernel spreads clients over them by address and port (node:cluster hands every worker
+ * one shared UDP handle, and one worker then takes most datagrams). Worker 0 is this thread's
+ * own forwarder (the shell's `leader`): the whole chain, the config, the zone sync. The other N − 1
+ * are lanes (lane.ts), worker threads that answer the door's refusals and cache hits themselves
+ * from the one cache every worker shares (shared-cache/, in memory made here, so a lane started
+ * again finds it whole) and hand every other query to worker 0, whose reply they send. This
+ * thread starts a lane again if one dies, tells the lanes of new per-client limits, and serves
+ * /metrics, summed over worker 0 and the lanes.
  */
 export function createWorkerPool(options: {
-  kind: WorkerData['kind'];
+  options: ForwarderOptions;
   program: string;
-  argv: readonly string[];
   count: number;
-  addresses: readonly string[];
-  port: number;
-  notifyPort?: number;
   /** Where the summed /metrics is served (port 0: a free one). */
   metrics: { address: string; port: number; flags: string };
   /** Bind /metrics with SO_REUSEPORT too (node-local mode's handover). */
   reusePort: boolean;
-  /** Entries the shared cache holds at most (--cache-size). */
-  cacheSize: number;
-  /** Seconds an expired answer is kept for serve-stale (--max-stale): the leader's store's. */
-  maxStaleSeconds: number;
-  /**
-   * Worker 0: a whole forwarder in this thread (built by the shell, as it builds one without
-   * workers), leading zone sync; the other count - 1 run in worker threads. A thread of its own
-   * would cost the process a second copy of everything a forwarder loads (bench case 11: ~17 MiB).
-   */
-  leader: LeaderFactory;
   log: Logger;
-  /** The worker script (default: forwarder-worker.js beside this module); tests give a stand-in. */
+  leader: LeaderFactory;
+  /** The lane script (default: lane-worker.js beside the entries); tests give a stand-in. */
   workerScript?: URL;
 }): WorkerPool {
   const { log, count } = options;
-  const channel = `cluster-dns-${randomUUID()}`;
-  const workers: Array<Worker | undefined> = new Array(count).fill(undefined);
+  const forwarderOptions = options.options;
+  const lanes: Array<Worker | undefined> = new Array(count).fill(undefined);
   const metricsWaiters = new Map<number, (json: MetricsJson) => void>();
   let nextId = 1;
   let stopping = false;
   let restarts = 0;
-  let port = options.port;
-  let notifyPort = options.notifyPort;
-  /** Each worker's counters as last scraped: what a worker that died had counted (below). */
+  let port = forwarderOptions.port;
+  let limits = forwarderOptions.isolation.limits;
+  /** Each lane's counters as last scraped: what a lane that died had counted (below). */
   const lastScraped: Array<MetricsJson | undefined> = new Array(count).fill(undefined);
   /**
-   * The counters and histograms of workers that died, as last scraped, summed in at every scrape
-   * from then on: a restarted worker counts from 0, and without these the sum would fall, which
-   * Prometheus reads as a counter reset. What a worker counted after the last scrape is lost.
+   * The counters and histograms of lanes that died, as last scraped, summed in at every scrape
+   * from then on: a restarted lane counts from 0, and without these the sum would fall, which
+   * Prometheus reads as a counter reset. What a lane counted after the last scrape is lost.
    */
   const retired: MetricsJson[] = [];
 
-  const cacheMemory = createSharedAnswerMemory(sharedSizingFor(options.cacheSize));
-  const sharedCache = new SharedAnswerStore(cacheMemory, monotonicMs, options.maxStaleSeconds);
-  const leaderLog = log.child({ worker: 0 });
-  const leaderPeers = createWorkerPeers({
-    link: broadcastLink(channel),
-    index: 0,
-    count,
-    timeoutMs: 1_000,
-    log: leaderLog,
+  const cacheMemory = createSharedAnswerMemory(sharedSizingFor(forwarderOptions.cacheSize));
+  const laneHits = new SharedArrayBuffer(8 * count);
+  const hitsOfLanes = new Float64Array(laneHits);
+  const leader = options.leader({
+    sharedCache: new SharedAnswerStore(cacheMemory, monotonicMs, forwarderOptions.maxStaleSeconds),
+    laneHits: () => hitsOfLanes.reduce((n, h) => n + h, 0),
+    onLimits: (next) => {
+      limits = next;
+      for (const lane of lanes) lane?.postMessage({ t: 'limits', limits: next } satisfies ToLane);
+    },
+    log: log.child({ worker: 0 }),
   });
-  const leader = options.leader({ peers: leaderPeers, sharedCache, log: leaderLog });
   let leaderServing = false;
+
   const registry = new Registry();
   collectProcessMetrics(registry);
-  // The store's own series once, from here: every worker reads and writes the same entries.
-  createCacheMetrics(registry, sharedCache, () => `dns://${options.addresses[0] ?? ''}:${port}`);
   gaugeFrom(registry, 'clusterdns_forwarder_workers', 'Worker threads serving now (--workers).', [], () => [
-    [{}, workers.filter(Boolean).length + (leaderServing ? 1 : 0)],
+    [{}, lanes.filter(Boolean).length + (leaderServing ? 1 : 0)],
   ]);
   counterFrom(
     registry,
@@ -152,54 +128,58 @@ export function createWorkerPool(options: {
     () => restarts,
   );
 
+  /** A query a lane handed over: answered by worker 0's chain, its reply sent back to the lane. */
+  const answer = async (lane: Worker, id: number, raw: Uint8Array, context: QueryContext) => {
+    let reply: Reply;
+    try {
+      reply = await leader.handle(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), context);
+    } catch (error) {
+      log.debug('a query handed over by a lane failed', { err: error });
+      reply = undefined;
+    }
+    const out = reply === undefined ? null : Buffer.isBuffer(reply) ? exactCopy(reply) : [...reply].map(exactCopy);
+    const moved = out === null ? [] : Array.isArray(out) ? out.map((m) => m.buffer) : [out.buffer];
+    lane.postMessage({ t: 'reply', id, reply: out } satisfies ToLane, moved);
+  };
+
   const spawn = (index: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      const data: WorkerData = {
-        kind: options.kind,
-        program: options.program,
-        argv: options.argv,
-        index,
-        count,
-        port,
-        notifyPort,
-        channel,
-        cacheMemory,
-      };
-      const worker = new Worker(options.workerScript ?? WORKER_SCRIPTS[options.kind], {
-        workerData: data,
-      });
+      const data: LaneData = laneDataOf(
+        { ...forwarderOptions, isolation: { ...forwarderOptions.isolation, limits } },
+        { program: options.program, index, logLevel: log.level, port, cacheMemory, laneHits },
+      );
+      const lane = new Worker(options.workerScript ?? LANE_SCRIPT, { workerData: data });
       let ready = false;
-      worker.on('message', (message: FromWorker) => {
-        if (message.t === 'ready') {
+      lane.on('message', (message: FromLane) => {
+        if (message.t === 'query') void answer(lane, message.id, message.raw, message.context);
+        else if (message.t === 'ready') {
           ready = true;
-          workers[index] = worker;
-          port = message.port;
-          notifyPort = message.notifyPort;
+          lanes[index] = lane;
           resolve();
         } else if (message.t === 'failed') {
           const { code, message: text = 'worker failed to start' } = message.error;
           reject(
-            code === 'DNS_BIND' || code === 'HTTP_BIND' || code === 'COREFILE_INVALID' || code === 'FLAG_INVALID'
+            code === 'DNS_BIND'
               ? new ClusterDnsError(code, text)
               : new ClusterDnsError('WORKER_FAILED', `worker ${index}: ${text}`),
           );
         } else if (message.t === 'metrics') {
-          metricsWaiters.get(message.id)?.(message.json);
+          metricsWaiters.get(message.id)?.(message.json as MetricsJson);
         } else if (message.t === 'stopped') {
           // Drained; whatever handle is left (an unref'd timer) must not hold the process.
-          void worker.terminate();
+          void lane.terminate();
         }
       });
-      worker.on('error', (error) => log.error('worker failed', { worker: index, err: error }));
-      worker.on('exit', (code) => {
-        if (workers[index] === worker) workers[index] = undefined;
+      lane.on('error', (error) => log.error('worker failed', { worker: index, err: error }));
+      lane.on('exit', (code) => {
+        if (lanes[index] === lane) lanes[index] = undefined;
         const last = lastScraped[index];
         lastScraped[index] = undefined;
         if (ready && last) retired.push(last.filter((m) => ['counter', 'histogram'].includes(String(m.type))));
         if (!ready)
           reject(new ClusterDnsError('WORKER_FAILED', `worker ${index} exited (${code}) before it was ready`));
         else if (!stopping) {
-          // The kernel sends its clients to the others meanwhile; its cache starts empty.
+          // The kernel sends its clients to the others meanwhile; the cache is the process's.
           restarts++;
           log.error('worker exited; starting it again', { worker: index, code });
           const again = () =>
@@ -212,7 +192,7 @@ export function createWorkerPool(options: {
       });
     });
 
-  const workerMetrics = (worker: Worker): Promise<MetricsJson | undefined> =>
+  const laneMetrics = (lane: Worker): Promise<MetricsJson | undefined> =>
     new Promise((resolve) => {
       const id = nextId++;
       const timer = setTimeout(() => {
@@ -224,15 +204,16 @@ export function createWorkerPool(options: {
         metricsWaiters.delete(id);
         resolve(json);
       });
-      worker.postMessage({ t: 'metrics', id } satisfies ToWorker);
+      lane.postMessage({ t: 'metrics', id } satisfies ToLane);
     });
 
-  // The pool's /metrics on a server core: the workers, each a forwarder, have their own.
+  // The pool's /metrics on a server core: worker 0's own is not served.
   const server = new ServerCore({ log, lameduckMs: 0, lameduck: 'always' });
   return {
     async start() {
+      let notifyPort: number | undefined;
       try {
-        // Worker 0 first, so a port of 0 is picked once and the others bind beside it.
+        // Worker 0 first, so a port of 0 is picked once and the lanes bind beside it.
         const started = await leader.start();
         leaderServing = true;
         port = started.port;
@@ -240,9 +221,8 @@ export function createWorkerPool(options: {
         await Promise.all(Array.from({ length: count - 1 }, (_, i) => spawn(i + 1)));
       } catch (error) {
         stopping = true;
-        await Promise.all(workers.map((w) => w?.terminate()));
+        await Promise.all(lanes.map((w) => w?.terminate()));
         if (leaderServing) await leader.shutdown();
-        leaderPeers.close();
         throw error;
       }
       const http = await server.listenHttp(
@@ -252,13 +232,13 @@ export function createWorkerPool(options: {
         {
           '/metrics': async () => {
             const all = await Promise.all(
-              workers.map(async (w, index) => {
-                const json = w && (await workerMetrics(w));
-                if (json && workers[index] === w) lastScraped[index] = json;
+              lanes.map(async (w, index) => {
+                const json = w && (await laneMetrics(w));
+                if (json && lanes[index] === w) lastScraped[index] = json;
                 return json;
               }),
             );
-            // Folded into one set: a worker dying over and over keeps no more than one set of counts.
+            // Folded into one set: a lane dying over and over keeps no more than one set of counts.
             if (retired.length > 1)
               retired.splice(
                 0,
@@ -278,7 +258,7 @@ export function createWorkerPool(options: {
       );
       const started = {
         port,
-        addresses: [...options.addresses],
+        addresses: [...forwarderOptions.listenAddresses],
         metricsPort: http.port,
         ...(notifyPort !== undefined ? { notifyPort } : {}),
       };
@@ -287,19 +267,19 @@ export function createWorkerPool(options: {
     },
     async shutdown() {
       stopping = true;
+      // Worker 0 keeps answering what the lanes hand it until its own lameduck and drain end.
       await Promise.all([
         leader.shutdown(),
-        ...workers.map(
-          (worker) =>
-            worker &&
+        ...lanes.map(
+          (lane) =>
+            lane &&
             new Promise<void>((resolve) => {
-              worker.once('exit', () => resolve());
-              worker.postMessage({ t: 'stop' } satisfies ToWorker);
+              lane.once('exit', () => resolve());
+              lane.postMessage({ t: 'stop' } satisfies ToLane);
             }),
         ),
       ]);
       leaderServing = false;
-      leaderPeers.close();
       await server.shutdown();
     },
   };

@@ -1,0 +1,235 @@
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+import { parentPort, workerData } from 'node:worker_threads';
+import {
+  type ClientLimits,
+  createLogger,
+  describeError,
+  type Logger,
+  type LogLevel,
+  ServerCore,
+} from '@cluster-dns/runtime';
+import type { Cidr, DnsListener, QueryContext, Reply } from '@cluster-dns/wire';
+import { Registry } from 'prom-client';
+import { monotonicMs } from '../cache.js';
+import { CacheStage } from '../cache-stage.js';
+import { createHitLane } from '../hit-lane.js';
+import { ClientDoor } from '../isolation/client-door.js';
+import { createListenerMetrics } from '../metrics.js';
+import type { ForwarderOptions } from '../options.js';
+import { ServerQueryCounts } from '../query-counts.js';
+import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
+
+/**
+ * What a lane is started with (structured-cloned: plain data, the shared memory by reference):
+ * the listeners' settings of the process's forwarder, and the cache's memory.
+ */
+export interface LaneData {
+  program: string;
+  index: number;
+  logLevel: LogLevel;
+  addresses: readonly string[];
+  port: number;
+  listenFlags: string;
+  cacheMemory: SharedArrayBuffer;
+  /** One float64 per worker: the hits each lane answered, which the main thread's CHAOS statistics add. */
+  laneHits: SharedArrayBuffer;
+  maxStaleSeconds: number;
+  prefetchHits: number;
+  ednsPacketMax: number;
+  logQueries: boolean;
+  limits: ClientLimits;
+  trustClientAddressFrom: readonly Cidr[];
+  shedAfterMs: number;
+  tcpIdleTimeoutMs: number;
+  maxTcpConnections: number;
+  maxTcpConnectionsPerClient: number;
+  tcpBackpressure: ForwarderOptions['tcpBackpressure'];
+  lameduckMs: number;
+  drainMs: number;
+}
+
+/** A lane's data from the forwarder's options (worker-pool.ts builds it for each lane). */
+export function laneDataOf(
+  options: ForwarderOptions,
+  shared: {
+    program: string;
+    index: number;
+    logLevel: LogLevel;
+    port: number;
+    cacheMemory: SharedArrayBuffer;
+    laneHits: SharedArrayBuffer;
+  },
+): LaneData {
+  return {
+    ...shared,
+    addresses: options.listenAddresses,
+    listenFlags: options.listenFlags ?? '--listen-address, --port',
+    maxStaleSeconds: options.maxStaleSeconds,
+    prefetchHits: options.prefetchHits,
+    ednsPacketMax: options.ednsPacketMax,
+    logQueries: options.logQueries,
+    limits: options.isolation.limits,
+    trustClientAddressFrom: options.isolation.trustClientAddressFrom,
+    shedAfterMs: options.isolation.shedAfterMs,
+    tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
+    maxTcpConnections: options.maxTcpConnections,
+    maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+    tcpBackpressure: options.tcpBackpressure,
+    lameduckMs: options.lameduckMs,
+    drainMs: options.forwardDeadlineMs + 500,
+  };
+}
+
+/** The main thread's messages to a lane, and a lane's to it. */
+export type ToLane =
+  | { t: 'reply'; id: number; reply: Uint8Array | Uint8Array[] | null }
+  | { t: 'limits'; limits: ClientLimits }
+  | { t: 'metrics'; id: number }
+  | { t: 'stop' };
+export type FromLane =
+  | { t: 'ready'; port: number }
+  | { t: 'failed'; error: { message?: string; code?: string } }
+  | { t: 'query'; id: number; raw: Uint8Array; context: QueryContext }
+  | { t: 'metrics'; id: number; json: unknown }
+  | { t: 'stopped' };
+
+/**
+ * One lane of --workers, in a worker thread: it binds the DNS port beside the main thread's
+ * forwarder (SO_REUSEPORT), and answers what a lane can without anything else: the door's
+ * per-client limits, and cache hits from the process's shared cache (the express lane). Every
+ * other query (a miss, TCP, NOTIFY, CHAOS…) goes to the main thread's forwarder as it came, with
+ * its client's address, and its reply comes back to be sent from here. So a lane loads the
+ * listener, the door, the hit lane and the store, and none of the chain, the config or the zone
+ * sync: a thread of its own costs what those hold (bench case 11).
+ */
+export async function serveAsLane(): Promise<void> {
+  const port = parentPort;
+  if (!port) throw new Error('a lane runs as a worker thread of the forwarder');
+  const data = workerData as LaneData;
+  const log: Logger = createLogger({ component: data.program, level: data.logLevel }).child({ worker: data.index });
+  try {
+    const store = new SharedAnswerStore(data.cacheMemory, monotonicMs, data.maxStaleSeconds);
+    const cacheStage = new CacheStage({
+      cache: store,
+      // A lane only serves hits (hitAtOnce): what is kept, and when, is the main thread's business.
+      policy: { negativeCache: true, negTtlSeconds: 0, minCacheTtlSeconds: 0, maxCacheTtlSeconds: 0 },
+      staleAllowed: () => false,
+      prefetchHits: data.prefetchHits,
+      log,
+      logQueries: false,
+      now: monotonicMs,
+    });
+    const door = new ClientDoor(data.limits, data.ednsPacketMax, () => performance.now(), data.trustClientAddressFrom);
+    const server = new ServerCore({ log, lameduckMs: data.lameduckMs, lameduck: 'always' });
+    const listeners: DnsListener[] = [];
+    const serverLabel = () => `dns://${data.addresses[0] ?? ''}:${data.port}`;
+    const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
+    const hits = new Float64Array(data.laneHits);
+    const hitLane = createHitLane({ cacheStage, queries, udpPayloadBytes: data.ednsPacketMax, bypass: () => false });
+    // Logging every query needs the whole way: the lane then answers nothing itself.
+    const express = data.logQueries
+      ? undefined
+      : (raw: Parameters<typeof hitLane>[0], family: 4 | 6) => {
+          const reply = hitLane(raw, family);
+          if (reply !== undefined) hits[data.index] = cacheStage.counts.hits;
+          return reply;
+        };
+
+    let nextId = 1;
+    const waiting = new Map<number, (reply: Reply) => void>();
+    const handler = (raw: Buffer, context: QueryContext): Promise<Reply> =>
+      new Promise((resolve) => {
+        const id = nextId++;
+        waiting.set(id, resolve);
+        const own = exactCopy(raw);
+        port.postMessage({ t: 'query', id, raw: own, context } satisfies FromLane, [own.buffer]);
+      });
+
+    const registry = new Registry();
+    createListenerMetrics(registry, {
+      worker: String(data.index),
+      server: serverLabel,
+      hits: () => cacheStage.counts,
+      door,
+      shed: () => listeners.reduce((n, l) => n + l.udpShed(), 0),
+      queries,
+      tcp: () => {
+        const refused = { limit: 0, perClient: 0 };
+        const stalls = { timeout: 0, budget: 0 };
+        let open = 0;
+        let unsentBytes = 0;
+        for (const listener of listeners) {
+          open += listener.tcpConnections();
+          const { limit, perClient } = listener.tcpRefused();
+          refused.limit += limit;
+          refused.perClient += perClient;
+          stalls.timeout += listener.tcpStalls().timeout;
+          stalls.budget += listener.tcpStalls().budget;
+          unsentBytes += listener.tcpUnsentBytes();
+        }
+        return { open, refused, stalls, unsentBytes };
+      },
+    });
+
+    port.on('message', (message: ToLane) => {
+      if (message.t === 'reply') {
+        const resolve = waiting.get(message.id);
+        waiting.delete(message.id);
+        const { reply } = message;
+        resolve?.(
+          reply === null
+            ? undefined
+            : Array.isArray(reply)
+              ? reply.map((m) => Buffer.from(m.buffer, m.byteOffset, m.byteLength))
+              : Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength),
+        );
+      } else if (message.t === 'limits') door.setLimits(message.limits);
+      else if (message.t === 'metrics')
+        void registry.getMetricsAsJSON().then((json) => port.postMessage({ t: 'metrics', id: message.id, json }));
+      else if (message.t === 'stop')
+        void server.shutdown().then(() => {
+          port.postMessage({ t: 'stopped' } satisfies FromLane);
+          port.close();
+        });
+    });
+
+    for (const host of data.addresses) {
+      listeners.push(
+        await server.listenDns(
+          `dns ${host}`,
+          {
+            host,
+            port: data.port,
+            flags: data.listenFlags,
+            handler,
+            ...(express ? { express } : {}),
+            tcpIdleTimeoutMs: data.tcpIdleTimeoutMs,
+            maxTcpConnections: data.maxTcpConnections,
+            maxTcpConnectionsPerClient: data.maxTcpConnectionsPerClient,
+            ...data.tcpBackpressure,
+            door,
+            shedAfterMs: data.shedAfterMs,
+            reusePort: true,
+            onHandlerError: (error) => log.debug('send failed', { err: error }),
+          },
+          data.drainMs,
+        ),
+      );
+    }
+    log.info('worker ready', { port: data.port, addresses: data.addresses });
+    port.postMessage({ t: 'ready', port: data.port } satisfies FromLane);
+  } catch (error) {
+    port.postMessage({ t: 'failed', error: describeError(error) } satisfies FromLane);
+    port.close();
+  }
+}
+
+/**
+ * The octets of a message in an ArrayBuffer of their own, to be moved (not copied) to another
+ * thread. Posting a view clones the whole buffer behind it: a TCP chunk or Node's 8 KiB pool for
+ * every message (measured: 250 MiB more under a pipelining flood).
+ */
+export function exactCopy(message: Uint8Array): Uint8Array<ArrayBuffer> {
+  return Uint8Array.prototype.slice.call(message) as Uint8Array<ArrayBuffer>;
+}
