@@ -2,6 +2,8 @@ import {
   collectProcessMetrics,
   counterFrom,
   gaugeFrom,
+  type HistogramStore,
+  type LabelledCounts,
   labelledFrom,
   registerHistogram,
   registerProgrammingLatency,
@@ -315,10 +317,22 @@ export interface ListenerMetricSources {
   server(): string;
   /** Cache hits answered here (the express lane's, and the chain's in a forwarder). */
   hits(): { readonly hits: number; readonly denialHits: number };
-  door: ClientDoor;
+  door: Pick<ClientDoor, 'counts' | 'trackedClients'>;
   shed(): number;
-  queries: ServerQueryCounts;
-  tcp(): { open: number; refused: TcpRefusals; stalls: TcpStalls; unsentBytes: number };
+  queries: {
+    readonly requests: Pick<LabelledCounts, 'entries'>;
+    readonly responses: Pick<LabelledCounts, 'entries'>;
+    readonly duration: HistogramStore;
+  };
+  tcp(): ListenerTcpCounts;
+}
+
+/** Client TCP connections: open now, closed at a cap, closed stalled, and replies waiting unread. */
+export interface ListenerTcpCounts {
+  open: number;
+  refused: TcpRefusals;
+  stalls: TcpStalls;
+  unsentBytes: number;
 }
 
 /**

@@ -40,6 +40,7 @@ export {
 } from './programming-latency.js';
 export {
   COREDNS_DURATION_BUCKETS,
+  type HistogramSnapshot,
   HistogramStore,
   LabelledCounts,
   registerHistogram,

@@ -38,6 +38,16 @@ export class LabelledCounts {
     const all = [...this.numbered.filter((e) => e !== undefined), ...this.named.values()];
     return all.map((e) => [e.labels, e.value]);
   }
+
+  /** Every series as another thread's counts (entries()), replacing these: a lane's, shown by the pool. */
+  restore(entries: ReadonlyArray<readonly [Record<string, string>, number]>): void {
+    this.numbered.length = 0;
+    this.named.clear();
+    for (let i = 0; i < entries.length; i++) {
+      const [labels, value] = entries[i] as readonly [Record<string, string>, number];
+      this.named.set(String(i), { labels, value });
+    }
+  }
 }
 
 interface Series {
@@ -81,6 +91,25 @@ export class HistogramStore {
     s.sum += value;
   }
 
+  /** Every series as plain data, for another thread to restore() and show. */
+  snapshot(): HistogramSnapshot {
+    return [...this.numbered.filter((e) => e !== undefined), ...this.named.values()].map((s) => ({
+      labels: s.labels,
+      buckets: [...s.buckets],
+      sum: s.sum,
+    }));
+  }
+
+  /** Replaces every series with a snapshot() of another thread's store (same bounds). */
+  restore(snapshot: HistogramSnapshot): void {
+    this.numbered.length = 0;
+    this.named.clear();
+    for (let i = 0; i < snapshot.length; i++) {
+      const s = snapshot[i] as HistogramSnapshot[number];
+      this.named.set(String(i), { labels: s.labels, buckets: Float64Array.from(s.buckets), sum: s.sum });
+    }
+  }
+
   /** The series in Prometheus's form, cumulated, for a metric called `name`. */
   values(name: string): Array<{ metricName: string; labels: Record<string, string | number>; value: number }> {
     const out: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
@@ -98,6 +127,9 @@ export class HistogramStore {
     return out;
   }
 }
+
+/** A HistogramStore's series as plain data (structured-clonable). */
+export type HistogramSnapshot = Array<{ labels: Record<string, string>; buckets: number[]; sum: number }>;
 
 interface HistogramSeries {
   labels: Record<string, string>;

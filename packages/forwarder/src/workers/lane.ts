@@ -5,17 +5,18 @@ import {
   type ClientLimits,
   createLogger,
   describeError,
+  type HistogramSnapshot,
   type Logger,
   type LogLevel,
   ServerCore,
 } from '@cluster-dns/runtime';
 import type { Cidr, DnsListener, QueryContext, Reply } from '@cluster-dns/wire';
-import { Registry } from 'prom-client';
 import { monotonicMs } from '../cache.js';
 import { CacheStage } from '../cache-stage.js';
 import { createHitLane } from '../hit-lane.js';
+import type { ClientDoorCounts } from '../isolation/client-door.js';
 import { ClientDoor } from '../isolation/client-door.js';
-import { createListenerMetrics } from '../metrics.js';
+import type { ListenerTcpCounts } from '../metrics.js';
 import type { ForwarderOptions } from '../options.js';
 import { ServerQueryCounts } from '../query-counts.js';
 import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
@@ -91,8 +92,24 @@ export type FromLane =
   | { t: 'ready'; port: number }
   | { t: 'failed'; error: { message?: string; code?: string } }
   | { t: 'query'; id: number; raw: Uint8Array; context: QueryContext }
-  | { t: 'metrics'; id: number; json: unknown }
+  | { t: 'metrics'; id: number; counts: LaneCounts }
   | { t: 'stopped' };
+
+/**
+ * What a lane counted, as plain data: the pool shows it through the same series as a forwarder's
+ * (metrics.ts's createListenerMetrics), so a lane loads no metrics library of its own.
+ */
+export interface LaneCounts {
+  hits: number;
+  denialHits: number;
+  door: ClientDoorCounts;
+  trackedClients: number;
+  shed: number;
+  tcp: ListenerTcpCounts;
+  requests: Array<[Record<string, string>, number]>;
+  responses: Array<[Record<string, string>, number]>;
+  duration: HistogramSnapshot;
+}
 
 /**
  * One lane of --workers, in a worker thread: it binds the DNS port beside the main thread's
@@ -146,30 +163,33 @@ export async function serveAsLane(): Promise<void> {
         port.postMessage({ t: 'query', id, raw: own, context } satisfies FromLane, [own.buffer]);
       });
 
-    const registry = new Registry();
-    createListenerMetrics(registry, {
-      worker: String(data.index),
-      server: serverLabel,
-      hits: () => cacheStage.counts,
-      door,
-      shed: () => listeners.reduce((n, l) => n + l.udpShed(), 0),
-      queries,
-      tcp: () => {
-        const refused = { limit: 0, perClient: 0 };
-        const stalls = { timeout: 0, budget: 0 };
-        let open = 0;
-        let unsentBytes = 0;
-        for (const listener of listeners) {
-          open += listener.tcpConnections();
-          const { limit, perClient } = listener.tcpRefused();
-          refused.limit += limit;
-          refused.perClient += perClient;
-          stalls.timeout += listener.tcpStalls().timeout;
-          stalls.budget += listener.tcpStalls().budget;
-          unsentBytes += listener.tcpUnsentBytes();
-        }
-        return { open, refused, stalls, unsentBytes };
-      },
+    const shed = () => listeners.reduce((n, l) => n + l.udpShed(), 0);
+    const tcp = (): ListenerTcpCounts => {
+      const refused = { limit: 0, perClient: 0 };
+      const stalls = { timeout: 0, budget: 0 };
+      let open = 0;
+      let unsentBytes = 0;
+      for (const listener of listeners) {
+        open += listener.tcpConnections();
+        const { limit, perClient } = listener.tcpRefused();
+        refused.limit += limit;
+        refused.perClient += perClient;
+        stalls.timeout += listener.tcpStalls().timeout;
+        stalls.budget += listener.tcpStalls().budget;
+        unsentBytes += listener.tcpUnsentBytes();
+      }
+      return { open, refused, stalls, unsentBytes };
+    };
+    const counts = (): LaneCounts => ({
+      hits: cacheStage.counts.hits,
+      denialHits: cacheStage.counts.denialHits,
+      door: { ...door.counts },
+      trackedClients: door.trackedClients(),
+      shed: shed(),
+      tcp: tcp(),
+      requests: queries.requests.entries(),
+      responses: queries.responses.entries(),
+      duration: queries.duration.snapshot(),
     });
 
     port.on('message', (message: ToLane) => {
@@ -186,7 +206,7 @@ export async function serveAsLane(): Promise<void> {
         );
       } else if (message.t === 'limits') door.setLimits(message.limits);
       else if (message.t === 'metrics')
-        void registry.getMetricsAsJSON().then((json) => port.postMessage({ t: 'metrics', id: message.id, json }));
+        port.postMessage({ t: 'metrics', id: message.id, counts: counts() } satisfies FromLane);
       else if (message.t === 'stop')
         void server.shutdown().then(() => {
           port.postMessage({ t: 'stopped' } satisfies FromLane);

@@ -18,7 +18,8 @@ import type { ForwarderOptions } from '../options.js';
 import type { ForwarderStarted } from '../serving.js';
 import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
 import { LANE_SCRIPT } from '../worker-script.js';
-import { exactCopy, type FromLane, type LaneData, laneDataOf, type ToLane } from './lane.js';
+import { exactCopy, type FromLane, type LaneCounts, type LaneData, laneDataOf, type ToLane } from './lane.js';
+import { laneMetrics } from './lane-metrics.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 
@@ -87,7 +88,7 @@ export function createWorkerPool(options: {
   const { log, count } = options;
   const forwarderOptions = options.options;
   const lanes: Array<Worker | undefined> = new Array(count).fill(undefined);
-  const metricsWaiters = new Map<number, (json: MetricsJson) => void>();
+  const metricsWaiters = new Map<number, (counts: LaneCounts) => void>();
   let nextId = 1;
   let stopping = false;
   let restarts = 0;
@@ -164,7 +165,7 @@ export function createWorkerPool(options: {
               : new ClusterDnsError('WORKER_FAILED', `worker ${index}: ${text}`),
           );
         } else if (message.t === 'metrics') {
-          metricsWaiters.get(message.id)?.(message.json as MetricsJson);
+          metricsWaiters.get(message.id)?.(message.counts);
         } else if (message.t === 'stopped') {
           // Drained; whatever handle is left (an unref'd timer) must not hold the process.
           void lane.terminate();
@@ -192,17 +193,19 @@ export function createWorkerPool(options: {
       });
     });
 
-  const laneMetrics = (lane: Worker): Promise<MetricsJson | undefined> =>
+  const serverLabel = () => `dns://${forwarderOptions.listenAddresses[0] ?? ''}:${port}`;
+  const shown = Array.from({ length: count }, (_, index) => laneMetrics(index, serverLabel));
+  const metricsOf = (lane: Worker, index: number): Promise<MetricsJson | undefined> =>
     new Promise((resolve) => {
       const id = nextId++;
       const timer = setTimeout(() => {
         metricsWaiters.delete(id);
         resolve(undefined);
       }, 2_000);
-      metricsWaiters.set(id, (json) => {
+      metricsWaiters.set(id, (counts) => {
         clearTimeout(timer);
         metricsWaiters.delete(id);
-        resolve(json);
+        void (shown[index] as ReturnType<typeof laneMetrics>).json(counts).then(resolve);
       });
       lane.postMessage({ t: 'metrics', id } satisfies ToLane);
     });
@@ -233,8 +236,9 @@ export function createWorkerPool(options: {
           '/metrics': async () => {
             const all = await Promise.all(
               lanes.map(async (w, index) => {
-                const json = w && (await laneMetrics(w));
-                if (json && lanes[index] === w) lastScraped[index] = json;
+                const json = w && (await metricsOf(w, index));
+                // A copy: a lane's series are made by one registry here, which the next scrape fills again.
+                if (json && lanes[index] === w) lastScraped[index] = structuredClone(json);
                 return json;
               }),
             );
