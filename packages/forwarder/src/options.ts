@@ -154,6 +154,14 @@ export const forwarderFlags = {
       return cidr;
     },
   ),
+  'trust-client-address-from': flag.list(
+    'addresses (IP or CIDR) whose queries may name the pod they ask for (a node cache’s EDNS0 option, -carry-client-address): per-client limits then count that pod, not the node cache; the nodes’ addresses; none by default',
+    (raw, name) => {
+      const cidr = parseCidr(raw);
+      if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
+      return cidr;
+    },
+  ),
   lameduck: flag.duration('after SIGTERM, keep answering this long before closing', 5_000),
   'keep-in-foreground': flag.accepted('accepted (dnsmasq -k); the forwarder always runs in the foreground', {
     aliases: ['k'],

@@ -1,5 +1,5 @@
-import { type ClientLimits, FlagError, type FlagValues, flag } from '@cluster-dns/runtime';
-import { type Cidr, parseCidr } from '@cluster-dns/wire';
+import { type ClientLimits, type FlagValues, flag } from '@cluster-dns/runtime';
+import type { Cidr } from '@cluster-dns/wire';
 import type { SubdomainGuardOptions } from './subdomain-guard-stage.js';
 
 /**
@@ -65,14 +65,6 @@ export const isolationFlags = () => ({
     100,
     { min: 0, max: 10_000_000 },
   ),
-  'trust-client-address-from': flag.list(
-    'addresses (IP or CIDR) whose queries may name the pod they ask for (a node cache’s EDNS0 option, -carry-client-address): per-client limits then count that pod, not the node cache; the nodes’ addresses; none by default',
-    (raw, name) => {
-      const cidr = parseCidr(raw);
-      if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
-      return cidr;
-    },
-  ),
   'subdomain-guard-window': flag.duration('the window the random-subdomain guard counts misses in', 10_000),
   'subdomain-guard-hold': flag.duration(
     'how long a tripped domain’s new names get SERVFAIL without being asked upstream',
@@ -94,7 +86,13 @@ export interface IsolationOptions {
   readonly guard: SubdomainGuardOptions;
 }
 
-export function toIsolationOptions(values: IsolationValues): IsolationOptions {
+/**
+ * The isolation rows' values as the forwarder takes them; `trust-client-address-from` is the Pod
+ * forwarder's alone (a node cache names pods, it trusts nobody's names).
+ */
+export function toIsolationOptions(
+  values: IsolationValues & { 'trust-client-address-from'?: readonly Cidr[] },
+): IsolationOptions {
   return Object.freeze({
     limits: Object.freeze({
       qps: values['client-qps'],
@@ -106,7 +104,7 @@ export function toIsolationOptions(values: IsolationValues): IsolationOptions {
       rrlMinBytes: values['rrl-min-bytes'],
       rrlSlip: values['rrl-slip'],
     }),
-    trustClientAddressFrom: Object.freeze([...values['trust-client-address-from']]),
+    trustClientAddressFrom: Object.freeze([...(values['trust-client-address-from'] ?? [])]),
     shedAfterMs: values['shed-after'],
     jostleMs: values['jostle-timeout'],
     guard: Object.freeze({
