@@ -273,42 +273,4 @@ describe('two workers over one shared store', () => {
     await b.ask('one.example.org');
     expect(b.asked).toEqual(['one.example.org.']);
   });
-
-  it('a question both miss at once goes upstream once: the second worker waits for the first’s answer', async () => {
-    const memory = createSharedAnswerMemory({ maxEntries: 100, ringBytes: 64 * 1024 });
-    const a = cacheUnderTestOf({ store: 'shared', memory });
-    const b = cacheUnderTestOf({ store: 'shared', memory });
-    const { gate, release } = gated();
-    for (const w of [a, b])
-      w.answerWith(async (name, qtype) => {
-        await gate;
-        return resolvedAnswer(name, qtype, { address: '192.0.2.5' });
-      });
-    const first = a.ask('both.example.org', QTYPE.A, { id: 1 });
-    const second = b.ask('both.example.org', QTYPE.A, { id: 2 });
-    release();
-    expect((await Promise.all([first, second])).map((r) => [r.id, r.answers[0]?.address])).toEqual([
-      [1, '192.0.2.5'],
-      [2, '192.0.2.5'],
-    ]);
-    expect([a.asked.length, b.asked.length]).toEqual([1, 0]);
-    expect(b.stage.counts.coalesced).toBe(1);
-  });
-
-  it('a waiting worker asks on its own when the first’s answer is not kept (SERVFAIL)', async () => {
-    const memory = createSharedAnswerMemory({ maxEntries: 100, ringBytes: 64 * 1024 });
-    const a = cacheUnderTestOf({ store: 'shared', memory });
-    const b = cacheUnderTestOf({ store: 'shared', memory });
-    const { gate, release } = gated();
-    a.answerWith(async () => {
-      await gate;
-      return undefined;
-    });
-    const first = a.ask('flaky.example.org');
-    const second = b.ask('flaky.example.org');
-    release();
-    expect((await first).flags.rcode).toBe(RCODE.SERVFAIL);
-    expect((await second).answers[0]?.address).toBe('192.0.2.1');
-    expect([a.asked.length, b.asked.length]).toEqual([1, 1]);
-  });
 });

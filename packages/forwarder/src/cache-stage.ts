@@ -176,13 +176,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
     let pending = this.inflight.get(id);
     if (pending) this.counts.coalesced++;
     else {
-      // Another worker of the process is asking it: its answer lands in the shared store.
-      const other = stale ? undefined : this.deps.cache.flights?.claim(request.query);
-      if (other) {
-        this.counts.coalesced++;
-        return other.then(() => this.afterOtherWorker(request, id, next));
-      }
-      const asked = this.ask(request, id, next, !stale);
+      const asked = this.ask(request, id, next);
       // Answered at once (REFUSED past --dns-forward-max, NXDOMAIN of a local route): nobody joins.
       if (!(asked instanceof Promise)) {
         const refused = Buffer.isBuffer(asked) && (asked.readUInt16BE(2) & RCODE_MASK) === RCODE.REFUSED;
@@ -194,41 +188,18 @@ export class CacheStage implements Stage<ForwarderRequest> {
     return this.raceStale(request, id, stale, pending);
   }
 
-  /** Once another worker's answer landed: served from the store, or (not kept, or not in time) asked here. */
-  private afterOtherWorker(
-    request: ForwarderRequest,
-    id: string,
-    next: Next<ForwarderRequest>,
-  ): Reply | Promise<Reply> {
-    const hit = this.deps.cache.lookup(request.query);
-    if (hit !== undefined && !hit.stale) return this.replyFromHit(request, hit);
-    const pending = this.inflight.get(id);
-    const asked = pending ?? this.ask(request, id, next);
-    return asked instanceof Promise ? asked.then((outcome) => this.replyFrom(request, outcome)) : asked;
-  }
-
   /**
    * Asks the next stage and keeps what it resolved. A reply the next stage has at hand (it asked
    * nobody) is returned as it is; a question in flight is shared by every query that wants it.
-   * `claimed`: this worker claimed the question in the shared store's flights, and lands it.
    */
-  private ask(
-    request: ForwarderRequest,
-    id: string,
-    next: Next<ForwarderRequest>,
-    claimed = false,
-  ): Reply | Promise<Outcome> {
+  private ask(request: ForwarderRequest, id: string, next: Next<ForwarderRequest>): Reply | Promise<Outcome> {
     const q = request.query;
-    const flights = claimed ? this.deps.cache.flights : undefined;
     // A zone change dropped while this was out may have been answered from the old state.
     const epoch = this.deps.push?.epochOf(q.key) ?? 0;
     const token = this.deps.cache.writeToken();
     request.repliesFromResolved = true;
     const replied = next(request);
-    if (!(replied instanceof Promise)) {
-      flights?.land(q);
-      return replied;
-    }
+    if (!(replied instanceof Promise)) return replied;
     const outcome = replied
       .then((reply): Outcome => {
         const resolved = request.resolved;
@@ -259,10 +230,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
         if (epoch === (this.deps.push?.epochOf(q.key) ?? 0)) this.deps.cache.set(entry, token);
         return { template: entry.wire, rcode: resolved.scanned.rcode };
       })
-      .finally(() => {
-        this.inflight.delete(id);
-        flights?.land(q);
-      });
+      .finally(() => this.inflight.delete(id));
     this.inflight.set(id, outcome);
     return outcome;
   }

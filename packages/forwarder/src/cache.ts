@@ -125,14 +125,6 @@ export interface AnswerCache {
   flushZone(zone: Fqdn): number;
   /** Drops entries whose route is no longer the one `routeIdOf` gives for their question. */
   dropStale(routeIdOf: (name: Fqdn) => string): number;
-  /**
-   * A store shared by workers: a question one worker is asking upstream already is waited for by
-   * the others (claim gives when its answer lands) instead of asked again; land says it has.
-   */
-  readonly flights?: {
-    claim(q: ParsedQuery): Promise<unknown> | undefined;
-    land(q: ParsedQuery): void;
-  };
 }
 
 /** What the cache itself counts (the cache stage counts hits and misses). */

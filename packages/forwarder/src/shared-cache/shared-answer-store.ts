@@ -21,7 +21,6 @@ import {
   remainingSecondsOf,
 } from '../cache.js';
 import type { RouteKind } from '../route-table.js';
-import { FlightTable } from './flight-table.js';
 import { SpinLock } from './spin-lock.js';
 
 /**
@@ -30,7 +29,6 @@ import { SpinLock } from './spin-lock.js';
  *   meta    META_WORDS int32: the lock, the ring's head and tail, counts, the hash basis, the sizes
  *   index   a power of two of int32 slots: a record's ring position | 1, or 0
  *   hits    one int32 per index slot: hits on the record in that slot, for prefetch
- *   flights FLIGHT_SLOTS pairs of int32: questions being asked upstream (flight-table.ts)
  *   ring    a power of two of bytes: the records, written one after another and overwritten oldest first
  *
  * A record is 8-byte aligned: a header of HEADER_WORDS int32 (below), its TTL offsets, the hashes
@@ -51,7 +49,6 @@ enum Meta {
   RingBytes = 10,
   IndexSlots = 11,
   MaxEntries = 12,
-  FlightSlots = 13,
 }
 const META_WORDS = 16;
 
@@ -83,10 +80,6 @@ const KINDS: readonly RouteKind[] = ['server', 'stub', 'upstream', 'local'];
 
 /** Index slots probed from a question's hash: a hit compares at most this many records. */
 export const PROBES = 8;
-/** Questions that may be out upstream at once, shared (flight-table.ts). */
-export const FLIGHT_SLOTS = 1024;
-/** Longest a worker waits for another's answer to the same question before it asks itself. */
-export const FLIGHT_WAIT_MS = 2_000;
 /** A record bigger than this part of the ring is not kept: a few huge answers would flush the rest. */
 const MAX_RECORD_SHARE = 8;
 
@@ -114,14 +107,13 @@ export function createSharedAnswerMemory(sizing: SharedAnswerSizing): SharedArra
   // A quarter full at most: a question's PROBES slots are then all taken by others (and the oldest
   // of them evicted early) for about 1 in 100,000 answers; at half full it was 7 in 10,000.
   const indexSlots = pow2AtLeast(Math.max(4 * sizing.maxEntries, PROBES * 4));
-  const bytes = align8((META_WORDS + indexSlots * 2 + FLIGHT_SLOTS * 2) * 4) + ringBytes;
+  const bytes = align8((META_WORDS + indexSlots * 2) * 4) + ringBytes;
   const memory = new SharedArrayBuffer(bytes);
   const meta = new Int32Array(memory, 0, META_WORDS);
   meta[Meta.Basis] = randomBytes(4).readInt32BE(0);
   meta[Meta.RingBytes] = ringBytes;
   meta[Meta.IndexSlots] = indexSlots;
   meta[Meta.MaxEntries] = sizing.maxEntries;
-  meta[Meta.FlightSlots] = FLIGHT_SLOTS;
   return memory;
 }
 
@@ -169,7 +161,6 @@ export class SharedAnswerStore implements AnswerCache {
   private readonly view = new RecordView();
   readonly maxEntries: number;
   readonly askedCase = true;
-  readonly flights: { claim(q: ParsedQuery): Promise<unknown> | undefined; land(q: ParsedQuery): void };
 
   constructor(
     readonly memory: SharedArrayBuffer,
@@ -179,20 +170,9 @@ export class SharedAnswerStore implements AnswerCache {
     this.meta = new Int32Array(memory, 0, META_WORDS);
     const ringBytes = this.meta[Meta.RingBytes] as number;
     const indexSlots = this.meta[Meta.IndexSlots] as number;
-    const flightSlots = this.meta[Meta.FlightSlots] as number;
     this.index = new Int32Array(memory, META_WORDS * 4, indexSlots);
     this.hitCounts = new Int32Array(memory, (META_WORDS + indexSlots) * 4, indexSlots);
-    const table = new FlightTable(
-      new Int32Array(memory, (META_WORDS + indexSlots * 2) * 4, flightSlots * 2),
-      now,
-      FLIGHT_WAIT_MS,
-    );
-    const hashOf = (q: ParsedQuery) => {
-      const dnssecOk = q.edns?.dnssecOk === true;
-      return this.questionHash(q.raw, q.questionEnd - 4, dnssecOk);
-    };
-    this.flights = { claim: (q) => table.claim(hashOf(q)), land: (q) => table.land(hashOf(q)) };
-    const ringStart = align8((META_WORDS + indexSlots * 2 + flightSlots * 2) * 4);
+    const ringStart = align8((META_WORDS + indexSlots * 2) * 4);
     this.ring = new Uint8Array(memory, ringStart, ringBytes);
     this.ring32 = new Int32Array(memory, ringStart, ringBytes / 4);
     this.ring64 = new Float64Array(memory, ringStart, ringBytes / 8);
