@@ -29,7 +29,7 @@ import { ClientDoor } from './isolation/client-door.js';
 import { SubdomainGuardStage } from './isolation/subdomain-guard-stage.js';
 import { createLoopDetector } from './loop-detect.js';
 import { LoopGuardStage } from './loop-guard-stage.js';
-import { createForwarderMetrics } from './metrics.js';
+import { createForwarderMetrics, tcpCountsOf } from './metrics.js';
 import { NotifyStage } from './notify-stage.js';
 import type { ForwarderOptions } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
@@ -240,22 +240,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     loopDisabled: () => disabled.size,
     reloadFailures: () => config.failures,
     upstreamTcp: () => ({ open: upstreamTcp.connections(), opened: upstreamTcp.opened }),
-    tcp: () => {
-      const refused = { limit: 0, perClient: 0 };
-      const stalls = { timeout: 0, budget: 0 };
-      let open = 0;
-      let unsentBytes = 0;
-      for (const listener of listeners) {
-        open += listener.tcpConnections();
-        unsentBytes += listener.tcpUnsentBytes();
-        const { limit, perClient } = listener.tcpRefused();
-        refused.limit += limit;
-        refused.perClient += perClient;
-        stalls.timeout += listener.tcpStalls().timeout;
-        stalls.budget += listener.tcpStalls().budget;
-      }
-      return { open, refused, stalls, unsentBytes };
-    },
+    tcp: () => tcpCountsOf(listeners),
   });
   const handler = createQueryPipeline({
     handle: chain,

@@ -8,7 +8,7 @@ import {
   registerHistogram,
   registerProgrammingLatency,
 } from '@cluster-dns/runtime';
-import type { TcpRefusals, TcpStalls } from '@cluster-dns/wire';
+import type { DnsListener, TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
 import type { AnswerCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
@@ -468,4 +468,22 @@ export function createListenerMetrics(registry: Registry, sources: ListenerMetri
     'Time from a query arriving to its reply, by query type.',
     duration,
   );
+}
+
+/** Client TCP counts over a set of listeners (a forwarder's, or a lane's). */
+export function tcpCountsOf(listeners: readonly DnsListener[]): ListenerTcpCounts {
+  const refused = { limit: 0, perClient: 0 };
+  const stalls = { timeout: 0, budget: 0 };
+  let open = 0;
+  let unsentBytes = 0;
+  for (const listener of listeners) {
+    open += listener.tcpConnections();
+    unsentBytes += listener.tcpUnsentBytes();
+    const { limit, perClient } = listener.tcpRefused();
+    refused.limit += limit;
+    refused.perClient += perClient;
+    stalls.timeout += listener.tcpStalls().timeout;
+    stalls.budget += listener.tcpStalls().budget;
+  }
+  return { open, refused, stalls, unsentBytes };
 }

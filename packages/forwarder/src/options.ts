@@ -16,6 +16,13 @@ import { parseServerFlag, type ServerRule } from './server-flag.js';
 
 const ttlFlag = (help: string, defaultValue: number) => flag.int(help, defaultValue, { min: 0, max: 2_147_483_647 });
 
+/** An IP address or CIDR block, as the address-list flags take each item. */
+function cidrOf(raw: string, name: string): Cidr {
+  const cidr = parseCidr(raw);
+  if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
+  return cidr;
+}
+
 /**
  * The forwarder's flags: dnsmasq's names (so kube-dns's dnsmasq args run unmodified), the
  * nanny's config dir, and ours. Drives parsing and --help.
@@ -148,19 +155,11 @@ export const forwarderFlags = {
   ),
   'transfer-relay-from': flag.list(
     'client addresses (IP or CIDR) whose zone transfers (IXFR, AXFR over TCP) of a --server zone are relayed to its server: the node caches kept fresh by push (the nodes’ network); none by default',
-    (raw, name) => {
-      const cidr = parseCidr(raw);
-      if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
-      return cidr;
-    },
+    cidrOf,
   ),
   'trust-client-address-from': flag.list(
     'addresses (IP or CIDR) whose queries may name the pod they ask for (a node cache’s EDNS0 option, -carry-client-address): per-client limits then count that pod, not the node cache; the nodes’ addresses; none by default',
-    (raw, name) => {
-      const cidr = parseCidr(raw);
-      if (!cidr) throw new FlagError(name, raw, 'an IP address or a CIDR block such as 10.0.0.0/8');
-      return cidr;
-    },
+    cidrOf,
   ),
   lameduck: flag.duration('after SIGTERM, keep answering this long before closing', 5_000),
   'keep-in-foreground': flag.accepted('accepted (dnsmasq -k); the forwarder always runs in the foreground', {

@@ -30,8 +30,22 @@ export interface ClientDoorCounts {
   identityForged: number;
 }
 
+/** Every count of a door at 0: a new door's, or a lane's before its first report. */
+export function noDoorCounts(): ClientDoorCounts {
+  return {
+    clientRefused: 0,
+    clientTruncated: 0,
+    clientDropped: 0,
+    rrlDropped: 0,
+    rrlTruncated: 0,
+    identityCarried: 0,
+    identityForged: 0,
+  };
+}
+
 /** Addresses (and address-question pairs) tracked at most, each kind: bounded memory, whatever the sources. */
 export const MAX_TRACKED_KEYS = 65_536;
+
 /**
  * A client over its rate this long without a break is flooding, not bursting: its excess is then
  * dropped (each refusal was a send, the most a query costs here), the slips still answered.
@@ -51,15 +65,7 @@ export const FLOOD_AFTER_MS = 1000;
  * plain query from a client over its rate is dropped.
  */
 export class ClientDoor implements Door {
-  readonly counts: ClientDoorCounts = {
-    clientRefused: 0,
-    clientTruncated: 0,
-    clientDropped: 0,
-    rrlDropped: 0,
-    rrlTruncated: 0,
-    identityCarried: 0,
-    identityForged: 0,
-  };
+  readonly counts: ClientDoorCounts = noDoorCounts();
   private limits!: ClientLimits;
   private udp!: TokenBuckets;
   private tcp!: TokenBuckets;

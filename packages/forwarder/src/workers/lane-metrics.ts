@@ -1,5 +1,6 @@
 import { HistogramStore, LabelledCounts } from '@cluster-dns/runtime';
 import { type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import { noDoorCounts } from '../isolation/client-door.js';
 import { createListenerMetrics } from '../metrics.js';
 import type { LaneCounts } from './lane.js';
 
@@ -15,15 +16,7 @@ export function laneMetrics(worker: number, server: () => string): { json(counts
   const responses = new LabelledCounts();
   const duration = new HistogramStore();
   const registry = new Registry();
-  const zeroDoor = {
-    clientRefused: 0,
-    clientTruncated: 0,
-    clientDropped: 0,
-    rrlDropped: 0,
-    rrlTruncated: 0,
-    identityCarried: 0,
-    identityForged: 0,
-  };
+  const zeroDoor = noDoorCounts();
   const noTcp = { open: 0, refused: { limit: 0, perClient: 0 }, stalls: { timeout: 0, budget: 0 }, unsentBytes: 0 };
   createListenerMetrics(registry, {
     worker: String(worker),

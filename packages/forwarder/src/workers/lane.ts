@@ -16,7 +16,7 @@ import { CacheStage } from '../cache-stage.js';
 import { createHitLane } from '../hit-lane.js';
 import type { ClientDoorCounts } from '../isolation/client-door.js';
 import { ClientDoor } from '../isolation/client-door.js';
-import type { ListenerTcpCounts } from '../metrics.js';
+import { type ListenerTcpCounts, tcpCountsOf } from '../metrics.js';
 import type { ForwarderOptions } from '../options.js';
 import { ServerQueryCounts } from '../query-counts.js';
 import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
@@ -164,22 +164,7 @@ export async function serveAsLane(): Promise<void> {
       });
 
     const shed = () => listeners.reduce((n, l) => n + l.udpShed(), 0);
-    const tcp = (): ListenerTcpCounts => {
-      const refused = { limit: 0, perClient: 0 };
-      const stalls = { timeout: 0, budget: 0 };
-      let open = 0;
-      let unsentBytes = 0;
-      for (const listener of listeners) {
-        open += listener.tcpConnections();
-        const { limit, perClient } = listener.tcpRefused();
-        refused.limit += limit;
-        refused.perClient += perClient;
-        stalls.timeout += listener.tcpStalls().timeout;
-        stalls.budget += listener.tcpStalls().budget;
-        unsentBytes += listener.tcpUnsentBytes();
-      }
-      return { open, refused, stalls, unsentBytes };
-    };
+    const tcp = () => tcpCountsOf(listeners);
     const counts = (): LaneCounts => ({
       hits: cacheStage.counts.hits,
       denialHits: cacheStage.counts.denialHits,
