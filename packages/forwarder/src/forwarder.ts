@@ -29,9 +29,9 @@ import { ClientDoor } from './isolation/client-door.js';
 import { SubdomainGuardStage } from './isolation/subdomain-guard-stage.js';
 import { createLoopDetector } from './loop-detect.js';
 import { LoopGuardStage } from './loop-guard-stage.js';
-import { createForwarderMetrics, tcpCountsOf } from './metrics.js';
+import { createForwarderMetrics, serverLabelOf, shedOf, tcpCountsOf } from './metrics.js';
 import { NotifyStage } from './notify-stage.js';
-import type { ForwarderOptions } from './options.js';
+import { type ForwarderOptions, listenerSettingsOf } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
 import { RewriteStage } from './rewrite-stage.js';
 import { RouteBudget } from './route-budget.js';
@@ -218,7 +218,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   );
 
   /** CoreDNS's `server` label. */
-  const serverLabel = () => `dns://${options.listenAddresses[0] ?? ''}:${boundPort()}`;
+  const serverLabel = () => serverLabelOf(options.listenAddresses, boundPort());
   const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
   createForwarderMetrics(registry, {
     // In a pool, the process's own metrics come once, from the pool.
@@ -232,7 +232,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     budget,
     door,
     guard,
-    shed: () => listeners.reduce((n, l) => n + l.udpShed(), 0),
+    shed: () => shedOf(listeners),
     upstreams,
     notify,
     relay,
@@ -293,26 +293,21 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
           if (isSelf(server))
             throw new FlagError('--server', serverText(server), 'a server other than this forwarder itself');
       await config.reload();
+      const { listen, drainMs } = listenerSettingsOf(options);
       for (const host of options.listenAddresses) {
-        // Drain: every upstream question in flight ends by --forward-deadline at the latest.
         const listener = await server.listenDns(
           `dns ${host}`,
           {
+            ...listen,
             host,
             port: listeners[0]?.port ?? options.port,
-            flags: options.listenFlags ?? '--listen-address, --port',
             handler,
             express,
-            tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
-            maxTcpConnections: options.maxTcpConnections,
-            maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
-            ...options.tcpBackpressure,
             door,
-            shedAfterMs: isolation.shedAfterMs,
             reusePort: options.reusePort,
             onHandlerError: (error) => log.debug('send failed', { err: error }),
           },
-          options.forwardDeadlineMs + 500,
+          drainMs,
         );
         listeners.push(listener);
       }
@@ -329,7 +324,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
             reusePort: options.reusePort,
             maxTcpConnections: 100,
           },
-          options.forwardDeadlineMs + 500,
+          drainMs,
         );
         notifyPort = listener.port;
       }

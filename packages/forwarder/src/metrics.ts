@@ -470,6 +470,16 @@ export function createListenerMetrics(registry: Registry, sources: ListenerMetri
   );
 }
 
+/** CoreDNS's `server` label of a forwarder's series: `dns://<first listen address>:<port>`. */
+export function serverLabelOf(addresses: readonly string[], port: number): string {
+  return `dns://${addresses[0] ?? ''}:${port}`;
+}
+
+/** UDP queries dropped unread (--shed-after) over a set of listeners (a forwarder's, or a lane's). */
+export function shedOf(listeners: readonly DnsListener[]): number {
+  return listeners.reduce((n, l) => n + l.udpShed(), 0);
+}
+
 /** Client TCP counts over a set of listeners (a forwarder's, or a lane's). */
 export function tcpCountsOf(listeners: readonly DnsListener[]): ListenerTcpCounts {
   const refused = { limit: 0, perClient: 0 };

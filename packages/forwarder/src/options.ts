@@ -10,7 +10,7 @@ import {
   tcpBackpressureFlags,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
-import { type Cidr, parseCidr } from '@cluster-dns/wire';
+import { type Cidr, type ListenDnsOptions, parseCidr } from '@cluster-dns/wire';
 import { type IsolationOptions, isolationFlags, toIsolationOptions } from './isolation/isolation-flags.js';
 import { parseServerFlag, type ServerRule } from './server-flag.js';
 
@@ -302,3 +302,37 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
 }
 
 export type { HostPort };
+
+/**
+ * How every socket of the forwarder's DNS port is bound, worker 0's and each lane's alike (plain
+ * data: a lane gets it in its workerData), and how long each drains: every upstream question in
+ * flight ends by --forward-deadline at the latest.
+ */
+export interface ListenerSettings {
+  readonly listen: Pick<
+    ListenDnsOptions,
+    | 'flags'
+    | 'tcpIdleTimeoutMs'
+    | 'maxTcpConnections'
+    | 'maxTcpConnectionsPerClient'
+    | 'maxTcpUnsentBytes'
+    | 'maxTcpUnsentTotalBytes'
+    | 'tcpWriteTimeoutMs'
+    | 'shedAfterMs'
+  >;
+  readonly drainMs: number;
+}
+
+export function listenerSettingsOf(options: ForwarderOptions): ListenerSettings {
+  return {
+    listen: {
+      flags: options.listenFlags ?? '--listen-address, --port',
+      tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
+      maxTcpConnections: options.maxTcpConnections,
+      maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
+      ...options.tcpBackpressure,
+      shedAfterMs: options.isolation.shedAfterMs,
+    },
+    drainMs: options.forwardDeadlineMs + 500,
+  };
+}

@@ -16,8 +16,8 @@ import { CacheStage } from '../cache-stage.js';
 import { createHitLane } from '../hit-lane.js';
 import type { ClientDoorCounts } from '../isolation/client-door.js';
 import { ClientDoor } from '../isolation/client-door.js';
-import { type ListenerTcpCounts, tcpCountsOf } from '../metrics.js';
-import type { ForwarderOptions } from '../options.js';
+import { type ListenerTcpCounts, serverLabelOf, shedOf, tcpCountsOf } from '../metrics.js';
+import { type ForwarderOptions, type ListenerSettings, listenerSettingsOf } from '../options.js';
 import { ServerQueryCounts } from '../query-counts.js';
 import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
 
@@ -31,7 +31,6 @@ export interface LaneData {
   logLevel: LogLevel;
   addresses: readonly string[];
   port: number;
-  listenFlags: string;
   cacheMemory: SharedArrayBuffer;
   /** One float64 per worker: the hits each lane answered, which the main thread's CHAOS statistics add. */
   laneHits: SharedArrayBuffer;
@@ -41,13 +40,9 @@ export interface LaneData {
   logQueries: boolean;
   limits: ClientLimits;
   trustClientAddressFrom: readonly Cidr[];
-  shedAfterMs: number;
-  tcpIdleTimeoutMs: number;
-  maxTcpConnections: number;
-  maxTcpConnectionsPerClient: number;
-  tcpBackpressure: ForwarderOptions['tcpBackpressure'];
   lameduckMs: number;
-  drainMs: number;
+  /** The DNS port's sockets, bound as worker 0 binds its own (options.ts's listenerSettingsOf). */
+  listener: ListenerSettings;
 }
 
 /** A lane's data from the forwarder's options (worker-pool.ts builds it for each lane). */
@@ -65,20 +60,14 @@ export function laneDataOf(
   return {
     ...shared,
     addresses: options.listenAddresses,
-    listenFlags: options.listenFlags ?? '--listen-address, --port',
     maxStaleSeconds: options.maxStaleSeconds,
     prefetchHits: options.prefetchHits,
     ednsPacketMax: options.ednsPacketMax,
     logQueries: options.logQueries,
     limits: options.isolation.limits,
     trustClientAddressFrom: options.isolation.trustClientAddressFrom,
-    shedAfterMs: options.isolation.shedAfterMs,
-    tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
-    maxTcpConnections: options.maxTcpConnections,
-    maxTcpConnectionsPerClient: options.maxTcpConnectionsPerClient,
-    tcpBackpressure: options.tcpBackpressure,
     lameduckMs: options.lameduckMs,
-    drainMs: options.forwardDeadlineMs + 500,
+    listener: listenerSettingsOf(options),
   };
 }
 
@@ -140,7 +129,7 @@ export async function serveAsLane(): Promise<void> {
     const door = new ClientDoor(data.limits, data.ednsPacketMax, () => performance.now(), data.trustClientAddressFrom);
     const server = new ServerCore({ log, lameduckMs: data.lameduckMs, lameduck: 'always' });
     const listeners: DnsListener[] = [];
-    const serverLabel = () => `dns://${data.addresses[0] ?? ''}:${data.port}`;
+    const serverLabel = () => serverLabelOf(data.addresses, data.port);
     const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
     const hits = new Float64Array(data.laneHits);
     const hitLane = createHitLane({ cacheStage, queries, udpPayloadBytes: data.ednsPacketMax, bypass: () => false });
@@ -163,15 +152,13 @@ export async function serveAsLane(): Promise<void> {
         port.postMessage({ t: 'query', id, raw: own, context } satisfies FromLane, [own.buffer]);
       });
 
-    const shed = () => listeners.reduce((n, l) => n + l.udpShed(), 0);
-    const tcp = () => tcpCountsOf(listeners);
     const counts = (): LaneCounts => ({
       hits: cacheStage.counts.hits,
       denialHits: cacheStage.counts.denialHits,
       door: { ...door.counts },
       trackedClients: door.trackedClients(),
-      shed: shed(),
-      tcp: tcp(),
+      shed: shedOf(listeners),
+      tcp: tcpCountsOf(listeners),
       requests: queries.requests.entries(),
       responses: queries.responses.entries(),
       duration: queries.duration.snapshot(),
@@ -204,21 +191,16 @@ export async function serveAsLane(): Promise<void> {
         await server.listenDns(
           `dns ${host}`,
           {
+            ...data.listener.listen,
             host,
             port: data.port,
-            flags: data.listenFlags,
             handler,
             ...(express ? { express } : {}),
-            tcpIdleTimeoutMs: data.tcpIdleTimeoutMs,
-            maxTcpConnections: data.maxTcpConnections,
-            maxTcpConnectionsPerClient: data.maxTcpConnectionsPerClient,
-            ...data.tcpBackpressure,
             door,
-            shedAfterMs: data.shedAfterMs,
             reusePort: true,
             onHandlerError: (error) => log.debug('send failed', { err: error }),
           },
-          data.drainMs,
+          data.listener.drainMs,
         ),
       );
     }

@@ -14,6 +14,7 @@ import { type QueryContext, type Reply, reusePortSupported } from '@cluster-dns/
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import { monotonicMs } from '../cache.js';
 import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
+import { serverLabelOf } from '../metrics.js';
 import type { ForwarderOptions } from '../options.js';
 import type { ForwarderStarted } from '../serving.js';
 import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
@@ -193,7 +194,7 @@ export function createWorkerPool(options: {
       });
     });
 
-  const serverLabel = () => `dns://${forwarderOptions.listenAddresses[0] ?? ''}:${port}`;
+  const serverLabel = () => serverLabelOf(forwarderOptions.listenAddresses, port);
   const shown = Array.from({ length: count }, (_, index) => laneMetrics(index, serverLabel));
   const metricsOf = (lane: Worker, index: number): Promise<MetricsJson | undefined> =>
     new Promise((resolve) => {
