@@ -236,7 +236,7 @@ export const monotonicMs = (): number => performance.now() + MONOTONIC_OFFSET_MS
 const MONOTONIC_OFFSET_MS = Number(process.hrtime.bigint()) / 1e6 - performance.now();
 
 /** Whole seconds of TTL left to an entry at `nowMs`: 0 or less once expired. */
-export function remainingSecondsOf(entry: CachedAnswer, nowMs: number): number {
+export function remainingSecondsOf(entry: Pick<CachedAnswer, 'ttlSeconds' | 'storedAtMs'>, nowMs: number): number {
   return entry.ttlSeconds - Math.floor((nowMs - entry.storedAtMs) / 1000);
 }
 

@@ -2,10 +2,9 @@ import { rm, writeFile } from 'node:fs/promises';
 import { type Logger, labelledFrom, ServerCore } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { monotonicMs } from '../cache.js';
 import { createForwarder } from '../forwarder.js';
 import type { Serving } from '../serving.js';
-import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
+import { sharedStoreFor } from '../shared-cache/shared-answer-store.js';
 import { defaultWorkers, readCpuBudget } from '../workers/cpu-budget.js';
 import { checkWorkers, createWorkerPool, forwarderLeader } from '../workers/worker-pool.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
@@ -96,11 +95,7 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
             config,
             // One worker keeps its answers in the same store as many do: bounded by bytes, and
             // without a JavaScript object per answer (bench case 11).
-            sharedCache: new SharedAnswerStore(
-              createSharedAnswerMemory(sharedSizingFor(options.cacheSize)),
-              monotonicMs,
-              options.maxStaleSeconds,
-            ),
+            sharedCache: sharedStoreFor(options),
           });
     const running = forwarder;
     const started = await running.start();

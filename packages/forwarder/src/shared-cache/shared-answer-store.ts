@@ -96,8 +96,13 @@ export interface SharedAnswerSizing {
 /** The ring's default size: room for `maxEntries` answers of this many bytes each (records' average, measured). */
 export const RING_BYTES_PER_ENTRY = 320;
 
-export function sharedSizingFor(maxEntries: number, ringBytes?: number): SharedAnswerSizing {
-  return { maxEntries, ringBytes: ringBytes ?? maxEntries * RING_BYTES_PER_ENTRY };
+/** A new store as the forwarder's options size it (--cache-size entries, the ring after them). */
+export function sharedStoreFor(options: { cacheSize: number; maxStaleSeconds: number }): SharedAnswerStore {
+  const memory = createSharedAnswerMemory({
+    maxEntries: options.cacheSize,
+    ringBytes: options.cacheSize * RING_BYTES_PER_ENTRY,
+  });
+  return new SharedAnswerStore(memory, monotonicMs, options.maxStaleSeconds);
 }
 
 /** Makes the shared memory for a store of this size, to hand to every worker (workerData). */
@@ -439,7 +444,7 @@ export class SharedAnswerStore implements AnswerCache {
   }
 
   private find(octets: Uint8Array, nameEnd: number, dnssecOk: boolean, hash: number): RecordView | undefined {
-    const { index, ring32, ring } = this;
+    const { index, ring32 } = this;
     for (let k = 0; k < PROBES; k++) {
       const slot = (hash + k) & this.indexMask;
       const v = Atomics.load(index, slot);
@@ -448,24 +453,12 @@ export class SharedAnswerStore implements AnswerCache {
       if (!this.live(pos)) continue;
       const p = pos & this.ringMask;
       const w = p >> 2;
-      if (ring32[w + Rec.Hash] !== hash) continue;
       const flags = ring32[w + Rec.Flags] as number;
-      if ((flags & DEAD) !== 0 || ((flags & DNSSEC_OK) !== 0) !== dnssecOk) continue;
-      if (ring32[w + Rec.NameEnd] !== nameEnd) continue;
+      if ((flags & DEAD) !== 0) continue;
+      const wireStart = this.questionAt(w, hash, octets, nameEnd, dnssecOk);
+      if (wireStart < 0) continue;
       const ttlCount = ring32[w + Rec.TtlCount] as number;
-      const wireStart = p + HEADER_BYTES_REC + 4 * (ttlCount + (ring32[w + Rec.NameCount] as number));
       const wireBytes = ring32[w + Rec.WireBytes] as number;
-      // A torn header can say anything: whatever it says must stay inside the ring.
-      if (wireBytes < nameEnd + 4 || wireStart + wireBytes > ring.length || ttlCount > wireBytes) continue;
-      if (!sameNameOctetsAt(ring, wireStart + HEADER_BYTES, octets, HEADER_BYTES, nameEnd - HEADER_BYTES)) continue;
-      const t = wireStart + nameEnd;
-      if (
-        ring[t] !== octets[nameEnd] ||
-        ring[t + 1] !== octets[nameEnd + 1] ||
-        ring[t + 2] !== octets[nameEnd + 2] ||
-        ring[t + 3] !== octets[nameEnd + 3]
-      )
-        continue;
       const view = this.view;
       view.wire = this.ringBuffer.subarray(wireStart, wireStart + wireBytes);
       const offsets = view.ttlOffsets;
@@ -507,7 +500,7 @@ export class SharedAnswerStore implements AnswerCache {
         continue;
       }
       const w = (pos & this.ringMask) >> 2;
-      if (this.sameQuestion(w, hash, wire, nameEnd, dnssecOk)) {
+      if (this.questionAt(w, hash, wire, nameEnd, dnssecOk) >= 0) {
         this.markDead(w);
         return slot;
       }
@@ -528,18 +521,28 @@ export class SharedAnswerStore implements AnswerCache {
     return oldest;
   }
 
-  private sameQuestion(w: number, hash: number, wire: Uint8Array, nameEnd: number, dnssecOk: boolean): boolean {
-    const r32 = this.ring32;
-    if (r32[w + Rec.Hash] !== hash || r32[w + Rec.NameEnd] !== nameEnd) return false;
-    if ((((r32[w + Rec.Flags] as number) & DNSSEC_OK) !== 0) !== dnssecOk) return false;
+  /**
+   * Where the reply of the record at `w` starts in the ring when it answers this question
+   * (`octets` holds it at HEADER_BYTES..nameEnd + 4: hash, DO bit, the name in any case, type and
+   * class), else -1. A reader's view may be torn, so what its header says is checked to stay inside
+   * the ring before the octets are read.
+   */
+  private questionAt(w: number, hash: number, octets: Uint8Array, nameEnd: number, dnssecOk: boolean): number {
+    const { ring, ring32 } = this;
+    if (ring32[w + Rec.Hash] !== hash || ring32[w + Rec.NameEnd] !== nameEnd) return -1;
+    if ((((ring32[w + Rec.Flags] as number) & DNSSEC_OK) !== 0) !== dnssecOk) return -1;
     const start = this.wireStartAt(w);
-    return (
-      sameNameOctetsAt(this.ring, start + HEADER_BYTES, wire, HEADER_BYTES, nameEnd - HEADER_BYTES) &&
-      this.ring[start + nameEnd] === wire[nameEnd] &&
-      this.ring[start + nameEnd + 1] === wire[nameEnd + 1] &&
-      this.ring[start + nameEnd + 2] === wire[nameEnd + 2] &&
-      this.ring[start + nameEnd + 3] === wire[nameEnd + 3]
-    );
+    const wireBytes = ring32[w + Rec.WireBytes] as number;
+    if (wireBytes < nameEnd + 4 || start + wireBytes > ring.length || (ring32[w + Rec.TtlCount] as number) > wireBytes)
+      return -1;
+    const t = start + nameEnd;
+    const same =
+      sameNameOctetsAt(ring, start + HEADER_BYTES, octets, HEADER_BYTES, nameEnd - HEADER_BYTES) &&
+      ring[t] === octets[nameEnd] &&
+      ring[t + 1] === octets[nameEnd + 1] &&
+      ring[t + 2] === octets[nameEnd + 2] &&
+      ring[t + 3] === octets[nameEnd + 3];
+    return same ? start : -1;
   }
 
   private wireStartAt(w: number): number {
@@ -606,10 +609,12 @@ export class SharedAnswerStore implements AnswerCache {
 
   /** Marks a record dead, counted as an eviction when its TTL had time left (as dnsmasq counts). */
   private evict(w: number): void {
-    const stored = this.ring64[(w >> 1) + Rec.StoredAt / 2] as number;
-    const ttl = this.ring32[w + Rec.TtlSeconds] as number;
+    const stored = {
+      ttlSeconds: this.ring32[w + Rec.TtlSeconds] as number,
+      storedAtMs: this.ring64[(w >> 1) + Rec.StoredAt / 2] as number,
+    };
     const denial = ((this.ring32[w + Rec.Flags] as number) & DENIAL) !== 0;
-    if (this.markDead(w) && ttl - Math.floor((this.now() - stored) / 1000) > 0) {
+    if (this.markDead(w) && remainingSecondsOf(stored, this.now()) > 0) {
       Atomics.add(this.meta, Meta.Evictions, 1);
       if (denial) Atomics.add(this.meta, Meta.DenialEvictions, 1);
     }

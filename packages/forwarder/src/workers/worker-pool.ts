@@ -12,12 +12,11 @@ import {
 } from '@cluster-dns/runtime';
 import { type QueryContext, type Reply, reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
-import { monotonicMs } from '../cache.js';
 import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
 import { serverLabelOf } from '../metrics.js';
 import type { ForwarderOptions } from '../options.js';
 import type { ForwarderStarted } from '../serving.js';
-import { createSharedAnswerMemory, SharedAnswerStore, sharedSizingFor } from '../shared-cache/shared-answer-store.js';
+import { type SharedAnswerStore, sharedStoreFor } from '../shared-cache/shared-answer-store.js';
 import { LANE_SCRIPT } from '../worker-script.js';
 import { exactCopy, type FromLane, type LaneCounts, type LaneData, laneDataOf, type ToLane } from './lane.js';
 import { laneMetrics } from './lane-metrics.js';
@@ -104,11 +103,12 @@ export function createWorkerPool(options: {
    */
   const retired: MetricsJson[] = [];
 
-  const cacheMemory = createSharedAnswerMemory(sharedSizingFor(forwarderOptions.cacheSize));
+  const sharedCache = sharedStoreFor(forwarderOptions);
+  const cacheMemory = sharedCache.memory;
   const laneHits = new SharedArrayBuffer(8 * count);
   const hitsOfLanes = new Float64Array(laneHits);
   const leader = options.leader({
-    sharedCache: new SharedAnswerStore(cacheMemory, monotonicMs, forwarderOptions.maxStaleSeconds),
+    sharedCache,
     laneHits: () => hitsOfLanes.reduce((n, h) => n + h, 0),
     onLimits: (next) => {
       limits = next;
