@@ -34,10 +34,9 @@ export const STALE_RECHECK_MS = 30_000;
 export interface CacheStageDeps {
   cache: AnswerCache;
   policy: CachePolicy;
-  /** Push invalidation (zone-sync.ts): which zones are pushed, and their eviction epochs. */
+  /** Push invalidation (zone-sync.ts): which zones are pushed (their denials are kept). */
   push?: {
     isPushed(name: Fqdn): boolean;
-    epochOf(name: Fqdn): number;
   };
   /** RFC 8767: whether expired answers of this kind of route may be served when its servers fail. */
   staleAllowed(kind: RouteKind): boolean;
@@ -194,8 +193,8 @@ export class CacheStage implements Stage<ForwarderRequest> {
    */
   private ask(request: ForwarderRequest, id: string, next: Next<ForwarderRequest>): Reply | Promise<Outcome> {
     const q = request.query;
-    // A zone change dropped while this was out may have been answered from the old state.
-    const epoch = this.deps.push?.epochOf(q.key) ?? 0;
+    // A zone change dropped while this was out may have been answered from the old state: the
+    // cache keeps it only if nothing was dropped meanwhile.
     const token = this.deps.cache.writeToken();
     request.repliesFromResolved = true;
     const replied = next(request);
@@ -227,7 +226,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
           this.deps.now(),
           resolved.fromNames,
         );
-        if (epoch === (this.deps.push?.epochOf(q.key) ?? 0)) this.deps.cache.set(entry, token);
+        this.deps.cache.set(entry, token);
         return { template: entry.wire, rcode: resolved.scanned.rcode };
       })
       .finally(() => this.inflight.delete(id));

@@ -68,10 +68,8 @@ describe('zone sync: NOTIFY → IXFR → eviction, without sockets', () => {
     expect(h.sync.zones()).toEqual([{ zone: Z, serial: 101 }]);
     expect(h.sync.isPushed(toFqdn(`x.shop.svc.${Z}`))).toBe(true);
     expect(h.sync.isPushed(toFqdn('example.org'))).toBe(false);
-    const epoch = h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`));
     expect(await h.sync.notify(Z, '127.0.0.1')).toBe('accepted');
     expect(h.transfers).toEqual([100, 101]);
-    expect(h.sync.epochOf(toFqdn(`x.shop.svc.${Z}`))).toBeGreaterThan(epoch);
   });
 
   it('flushes the zone when the server sends it whole, and reports a failed transfer', async () => {

@@ -61,8 +61,6 @@ export interface ZoneSync {
   notify(zone: Fqdn, source: string): Promise<'accepted' | 'refused' | 'failed'>;
   /** True when the name is in a zone whose changes are pushed: its negative answers are safe to cache. */
   isPushed(name: Fqdn): boolean;
-  /** Bumped whenever entries of the name's zone are dropped: an answer fetched across a bump is not cached. */
-  epochOf(name: Fqdn): number;
   /** SOA check of every pushed zone (on a timer): a lost NOTIFY is caught here. */
   checkAll(): Promise<void>;
   /** Zones pushed, with the serial held. */
@@ -72,7 +70,6 @@ export interface ZoneSync {
 
 interface ZoneState {
   serial: number | undefined;
-  epoch: number;
   syncing: Promise<boolean> | undefined;
   again: boolean;
   /** What the last transfer brought. */
@@ -102,7 +99,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       if (state.serial === undefined) {
         // Entering push mode: what was cached before is not covered by any journal.
         const serial = await deps.soaSerial(server, zone);
-        state.epoch++;
         const dropped = deps.flushZone(zone);
         counts.invalidated += dropped;
         state.serial = serial;
@@ -116,7 +112,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       state.last = change.kind;
       let dropped = 0;
       if (change.kind === 'full') {
-        state.epoch++;
         dropped = deps.flushZone(zone);
       } else if (change.kind === 'incremental') {
         // The apex always: its SOA carries the serial, which moves with every change, so a cache
@@ -128,7 +123,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
             if (n === zone) break;
           }
         }
-        state.epoch++;
         dropped = deps.evictNames(names);
         // Served from here on: what the changes made stale is gone, and the next asker gets them.
         const at = now();
@@ -184,7 +178,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       if (allowed && !allowed.includes(plain)) return 'refused';
       let state = zones.get(zone);
       if (!state) {
-        state = { serial: undefined, epoch: 0, syncing: undefined, again: false, last: undefined, recheck: undefined };
+        state = { serial: undefined, syncing: undefined, again: false, last: undefined, recheck: undefined };
         zones.set(zone, state);
       }
       const ok = await sync(zone, state);
@@ -192,7 +186,6 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       return ok ? 'accepted' : 'failed';
     },
     isPushed: (name) => closestZone(zones, name)?.serial !== undefined,
-    epochOf: (name) => closestZone(zones, name)?.epoch ?? 0,
     async checkAll() {
       await Promise.all(
         [...zones].map(async ([zone, state]) => {
