@@ -86,7 +86,7 @@ const pages: Record<string, () => string> = {
       zones: { counts: { programming: new ProgrammingLatency() } },
       upstreams: new UpstreamStats(),
       queries: new ServerQueryCounts(() => ({ server: '', zone: '.' })),
-      // A forwarder reports its own cache's series (a pool of workers, once for their shared one).
+      // A forwarder reports its cache's own series (a pool's, worker 0's: the shared store).
       cache: {},
     };
     createForwarderMetrics(registry, sources as unknown as Parameters<typeof createForwarderMetrics>[1]);

@@ -30,11 +30,8 @@ export interface ForwarderMetricSources {
   worker?: string;
   /** CoreDNS's `server` label: `dns://<address>:<port>`, known once listening. */
   server(): string;
-  /**
-   * The cache whose own series (entries, evictions) this registry reports; undefined in a worker
-   * whose cache is the process's shared store, which the pool's main thread reports once.
-   */
-  cache: AnswerCache | undefined;
+  /** The cache whose own series (entries, evictions) this registry reports: its own, or the pool's shared store. */
+  cache: AnswerCache;
   cacheStage: CacheStage;
   forward: ForwardStage;
   budget: RouteBudget;
@@ -154,7 +151,34 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   labelledFrom(registry, 'coredns_cache_misses_total', 'Cache misses.', ['server'], () => [
     [server(), cacheStage.counts.misses],
   ]);
-  if (cache) createCacheMetrics(registry, cache, sources.server);
+  // What the cache counts of itself: its entries and the live ones pushed out.
+  gaugeFrom(
+    registry,
+    'clusterdns_forwarder_cache_entries',
+    'Entries in the cache (stale ones kept for serve-stale included).',
+    [],
+    () => [[{}, cache.size]],
+  );
+  labelledFrom(
+    registry,
+    'coredns_cache_evictions_total',
+    'Live cache entries pushed out to make room, by type.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
+      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
+    ],
+  );
+  gaugeFrom(
+    registry,
+    'coredns_cache_entries',
+    'Entries in the cache, by type: success or denial.',
+    ['server', 'type'],
+    () => [
+      [{ ...server(), type: 'denial' }, cache.denialEntries],
+      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
+    ],
+  );
   counterFrom(
     registry,
     'coredns_forward_max_concurrent_rejects_total',
@@ -272,41 +296,6 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     () => [...upstreams.lastAnswered].map(([to, answered]) => [{ to }, answered ? 1 : 0]),
     // 1 while any worker's last try got a reply.
     'max',
-  );
-}
-
-/**
- * What a cache counts of itself: its entries and the live ones pushed out. A forwarder reports its
- * own cache's; a pool of workers sharing one store reports the store's once, from its main thread.
- */
-export function createCacheMetrics(registry: Registry, cache: AnswerCache, serverLabel: () => string): void {
-  const server = () => ({ server: serverLabel() });
-  gaugeFrom(
-    registry,
-    'clusterdns_forwarder_cache_entries',
-    'Entries in the cache (stale ones kept for serve-stale included).',
-    [],
-    () => [[{}, cache.size]],
-  );
-  labelledFrom(
-    registry,
-    'coredns_cache_evictions_total',
-    'Live cache entries pushed out to make room, by type.',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'success' }, cache.counts.evictions - cache.counts.denialEvictions],
-      [{ ...server(), type: 'denial' }, cache.counts.denialEvictions],
-    ],
-  );
-  gaugeFrom(
-    registry,
-    'coredns_cache_entries',
-    'Entries in the cache, by type: success or denial.',
-    ['server', 'type'],
-    () => [
-      [{ ...server(), type: 'denial' }, cache.denialEntries],
-      [{ ...server(), type: 'success' }, cache.size - cache.denialEntries],
-    ],
   );
 }
 
