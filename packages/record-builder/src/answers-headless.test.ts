@@ -180,7 +180,7 @@ describe('pod records', () => {
 
   it('with --pods=verified answers only IPs of pods in that namespace', () => {
     const t = createTestZone({ pods: 'verified' });
-    t.state.upsertPod({ namespace: 'shop', name: 'web-0', ips: ['10.244.1.5'] });
+    t.state.upsertPod({ namespace: 'shop', name: 'web-0', ips: ['10.244.1.5'], searchDefault: true });
     expect(t.ask('10-244-1-5.shop.pod.cluster.local.').answers.map((r) => r.address)).toEqual(['10.244.1.5']);
     expect(t.ask('10-244-1-5.other.pod.cluster.local.').flags.rcode).toBe(RCODE.NXDOMAIN);
     t.state.deletePod('shop', 'web-0');

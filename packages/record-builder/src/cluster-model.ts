@@ -76,7 +76,14 @@ export interface EndpointGroup {
 export interface PodInfo {
   readonly namespace: string;
   readonly name: string;
+  /** None once the pod has ended (Succeeded, Failed): its addresses may be another pod's now. */
   readonly ips: readonly string[];
+  /**
+   * Whether its resolv.conf is the kubelet's cluster default (`<ns>.svc.<zone> svc.<zone> <zone>`,
+   * ndots:5): dnsPolicy ClusterFirst, not hostNetwork, no dnsConfig searches or options of its own.
+   * Server-side search (the forwarder's autopath) walks only such a pod's search path for it.
+   */
+  readonly searchDefault: boolean;
 }
 
 export const serviceKey = (namespace: string, name: string) => `${namespace}/${name}`;

@@ -69,7 +69,7 @@ describe('cluster state: which zones a change touches (NOTIFY only those)', () =
 
   it('a pod record (--pods) is in the cluster zone only', () => {
     const s = store();
-    s.state.upsertPod({ namespace: 'shop', name: 'p', ips: ['10.244.1.9'] });
+    s.state.upsertPod({ namespace: 'shop', name: 'p', ips: ['10.244.1.9'], searchDefault: true });
     expect(s.last()).toBe(cluster);
   });
 });

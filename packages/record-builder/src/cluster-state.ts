@@ -42,7 +42,10 @@ export class ClusterState {
   private readonly ptrByService = new Map<string, readonly AddressKey[]>();
   /** Reverse-name prefixes with addresses below them ("10", "10.244", … or nibbles): empty non-terminals. */
   private readonly reversePrefixes = new Map<string, number>();
-  private readonly podIps = new Map<string, Map<string, readonly string[]>>();
+  /** Namespace → pod name → what the pod records and the client map need of it. */
+  private readonly podIps = new Map<string, Map<string, PodEntry>>();
+  /** Pod address → the pods (`ns/name`) that have it: one, or several while one ends and another starts, or hostNetwork pods. */
+  private readonly podsByIp = new Map<string, string | string[]>();
   private readonly words = new SharedWords();
   private serialNumber: number;
   private endpoints = 0;
@@ -242,21 +245,26 @@ export class ClusterState {
   }
 
   upsertPod(pod: PodInfo): void {
-    this.rememberPods(pod.namespace, [...(this.podIps.get(pod.namespace)?.get(pod.name) ?? []), ...pod.ips]);
+    const previous = this.podIps.get(pod.namespace)?.get(pod.name);
+    this.rememberPods(pod.namespace, [...(previous?.ips ?? []), ...pod.ips]);
     let byName = this.podIps.get(pod.namespace);
     if (!byName) {
       byName = new Map();
       this.podIps.set(pod.namespace, byName);
     }
-    byName.set(pod.name, pod.ips);
+    const key = serviceKey(pod.namespace, pod.name);
+    for (const ip of previous?.ips ?? []) this.unindexPod(ip, key);
+    byName.set(pod.name, { ips: pod.ips, searchDefault: pod.searchDefault });
+    for (const ip of pod.ips) this.indexPod(ip, key);
     this.changed([], ZONE_BIT.cluster);
   }
 
   deletePod(namespace: string, name: string): void {
     const byName = this.podIps.get(namespace);
-    const ips = byName?.get(name);
-    if (ips) this.rememberPods(namespace, ips);
+    const entry = byName?.get(name);
+    if (entry) this.rememberPods(namespace, entry.ips);
     if (byName?.delete(name)) {
+      for (const ip of entry?.ips ?? []) this.unindexPod(ip, serviceKey(namespace, name));
       if (byName.size === 0) this.podIps.delete(namespace);
       this.changed([], ZONE_BIT.cluster);
     }
@@ -264,8 +272,46 @@ export class ClusterState {
 
   /** True when a pod in `namespace` has this IP (for --pods=verified). */
   hasPodIp(namespace: string, ip: string): boolean {
-    for (const ips of this.podIps.get(namespace)?.values() ?? []) if (ips.includes(ip)) return true;
+    for (const entry of this.podIps.get(namespace)?.values() ?? []) if (entry.ips.includes(ip)) return true;
     return false;
+  }
+
+  /**
+   * Who asks from this address, for the forwarders' server-side search: the namespace of the pods
+   * that have it, and whether every one of them has the kubelet's default search path. Undefined
+   * when no pod has it, or pods of two namespaces do (an ended pod's address reused before its
+   * object is gone): then nobody's search path is walked for that address.
+   */
+  clientAt(ip: string): { namespace: string; searchDefault: boolean } | undefined {
+    const at = this.podsByIp.get(ip);
+    if (at === undefined) return undefined;
+    let namespace: string | undefined;
+    let searchDefault = true;
+    for (const key of typeof at === 'string' ? [at] : at) {
+      const slash = key.indexOf('/');
+      const ns = key.slice(0, slash);
+      if (namespace !== undefined && ns !== namespace) return undefined;
+      namespace = ns;
+      searchDefault &&= this.podIps.get(ns)?.get(key.slice(slash + 1))?.searchDefault === true;
+    }
+    return namespace === undefined ? undefined : { namespace, searchDefault };
+  }
+
+  private indexPod(ip: string, key: string): void {
+    const at = this.podsByIp.get(ip);
+    if (at === undefined) this.podsByIp.set(ip, key);
+    else if (typeof at === 'string') {
+      if (at !== key) this.podsByIp.set(ip, [at, key]);
+    } else if (!at.includes(key)) at.push(key);
+  }
+
+  private unindexPod(ip: string, key: string): void {
+    const at = this.podsByIp.get(ip);
+    if (at === key) this.podsByIp.delete(ip);
+    else if (Array.isArray(at)) {
+      const left = at.filter((k) => k !== key);
+      this.podsByIp.set(ip, left.length === 1 ? (left[0] as string) : left);
+    }
   }
 
   hasPodsIn(namespace: string): boolean {
@@ -351,8 +397,13 @@ export class ClusterState {
     if (!this.journalOf) return;
     const before = new Map<Fqdn, Rr[]>();
     for (const ip of new Set(ips)) {
-      const name = toFqdn(`${ip.replace(/[.:]/g, '-')}.${namespace}.pod.${this.context.zone}`);
+      const dashed = ip.replace(/[.:]/g, '-');
+      const name = toFqdn(`${dashed}.${namespace}.pod.${this.context.zone}`);
       before.set(name, this.hasPodIp(namespace, ip) ? [podRecord(name, ip, this.context.ttlSeconds)] : []);
+      // The address's client record too, so a forwarder holding it drops it with this change.
+      const client = clientName(ip, this.context.zone);
+      const at = this.clientAt(ip);
+      before.set(client, at ? [clientRecord(client, at, this.context.ttlSeconds)] : []);
     }
     this.pendingEntry = { kind: 'names', before };
   }
@@ -381,6 +432,25 @@ function sameList(a: readonly AddressKey[], b: readonly AddressKey[]): boolean {
 
 /** A journal entry before it has its serial and time. */
 type PendingEntry = JournalEntry extends infer E ? (E extends unknown ? Omit<E, 'serial' | 'atMs'> : never) : never;
+
+interface PodEntry {
+  readonly ips: readonly string[];
+  readonly searchDefault: boolean;
+}
+
+/**
+ * The client map's name for an address: `<a-b-c-d>.client.dns.<zone>` (IPv6 dashed as pod names
+ * are). Under the cluster zone so it is pushed like any name there (NOTIFY, then IXFR naming it).
+ */
+export function clientName(ip: string, zone: Fqdn): Fqdn {
+  return toFqdn(`${ip.replace(/[.:]/g, '-')}.client.dns.${zone}`);
+}
+
+/** The TXT record of a client-map name: `namespace=<ns>` and `search=default` or `search=own`. */
+export function clientRecord(name: Fqdn, client: { namespace: string; searchDefault: boolean }, ttl: number): Rr {
+  const text = [`namespace=${client.namespace}`, `search=${client.searchDefault ? 'default' : 'own'}`];
+  return { name, type: QTYPE.TXT, class: QCLASS.IN, ttl, text };
+}
 
 /** The A or AAAA record of a pod name. */
 export function podRecord(name: Fqdn, ip: string, ttl: number): Rr {

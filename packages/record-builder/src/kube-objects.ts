@@ -160,8 +160,23 @@ export function toPodInfo(pod: V1Pod): PodInfo | undefined {
   const namespace = pod.metadata?.namespace;
   const name = pod.metadata?.name;
   if (!namespace || !name) return undefined;
-  const raw = pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []);
-  return { namespace, name, ips: raw.map(normalizeIp).filter((ip): ip is string => ip !== undefined) };
+  const phase = pod.status?.phase;
+  // An ended pod keeps its podIP in status, but the kubelet has released the address for reuse.
+  const ended = phase === 'Succeeded' || phase === 'Failed';
+  const raw = ended ? [] : (pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []));
+  const spec = pod.spec;
+  const policy = spec?.dnsPolicy ?? 'ClusterFirst';
+  const searchDefault =
+    (policy === 'ClusterFirst' || policy === 'ClusterFirstWithHostNet') &&
+    spec?.hostNetwork !== true &&
+    !spec?.dnsConfig?.searches?.length &&
+    !spec?.dnsConfig?.options?.length;
+  return {
+    namespace,
+    name,
+    ips: raw.map(normalizeIp).filter((ip): ip is string => ip !== undefined),
+    searchDefault,
+  };
 }
 
 /**

@@ -22,9 +22,14 @@ export function parsePodName(name: Fqdn, podZone: Fqdn): PodName {
   if (below.length === 1) return { kind: 'namespace', namespace: below[0] as string };
   if (below.length !== 2) return { kind: 'invalid' };
   const [label, namespace] = below as [string, string];
+  const ip = addressOfDashed(label);
+  return ip ? { kind: 'address', namespace, ip } : { kind: 'invalid' };
+}
+
+/** The address a pod-style label spells (`10-244-1-7`, `fd00--1`), or undefined. */
+export function addressOfDashed(label: string): string | undefined {
   const dotted = label.replace(/-/g, '.');
-  if (isIP(dotted) === 4) return { kind: 'address', namespace, ip: dotted };
+  if (isIP(dotted) === 4) return dotted;
   const colons = label.replace(/-/g, ':');
-  const v6 = isIP(colons) === 6 ? normalizeIp(colons) : undefined;
-  return v6 ? { kind: 'address', namespace, ip: v6 } : { kind: 'invalid' };
+  return isIP(colons) === 6 ? normalizeIp(colons) : undefined;
 }

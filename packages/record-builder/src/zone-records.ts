@@ -1,8 +1,8 @@
 import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
 import { type EndpointGroup, importKey, type ServiceInfo, serviceKey } from './cluster-model.js';
-import { SCHEMA_VERSION } from './cluster-state.js';
+import { clientRecord, SCHEMA_VERSION } from './cluster-state.js';
 import { isPublished } from './endpoint-group.js';
-import { parsePodName } from './pod-records.js';
+import { addressOfDashed, parsePodName } from './pod-records.js';
 import {
   baseRecords,
   hostRecords,
@@ -166,11 +166,27 @@ function serviceAt(
 /** `ns.dns.<zone>`: the NS target, resolving to the DNS Service's cluster IPs; `dns.<zone>` above it. */
 function dnsRecordsAt(view: ZoneView, below: readonly string[]): NameRecords {
   if (below.length === 1) return none(true, true);
+  if (below[below.length - 2] === 'client') return clientRecordsAt(view, below);
   if (below.length !== 2 || below[0] !== 'ns') return none(false);
   if (!view.dnsService) return none(true, true);
   const key = serviceKey(view.dnsService.namespace, view.dnsService.name);
   const rrs = nameServerRecords(view, view.state.serviceByKey(key)?.clusterIPs ?? []);
   return { rrs, exists: true, owners: [key], stable: true };
+}
+
+/**
+ * The client map, `<a-b-c-d>.client.dns.<zone>` TXT (cluster-state.ts's clientRecord): which
+ * namespace asks from a pod address, and whether its search path is the kubelet's default; what
+ * a forwarder's server-side search reads. Only while pods are watched (--pods=verified).
+ */
+function clientRecordsAt(view: ZoneView, below: readonly string[]): NameRecords {
+  if (view.pods !== 'verified') return none(false);
+  if (below.length === 2) return none(true);
+  const ip = below.length === 3 ? addressOfDashed(below[0] as string) : undefined;
+  const client = ip === undefined ? undefined : view.state.clientAt(ip);
+  if (ip === undefined || client === undefined) return none(false);
+  const name = toFqdn(`${below.join('.')}.${view.zone}`);
+  return { rrs: [clientRecord(name, client, view.ttlSeconds)], exists: true, owners: [], stable: false };
 }
 
 /** The zone's name server, `ns.dns.<zone>`: where the NS and SOA records point. */
