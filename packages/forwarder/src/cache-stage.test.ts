@@ -121,6 +121,15 @@ describe.each(STORES)('the cache stage over a %s cache, without sockets', (store
     expect(c.cache.counts.insertions).toBe(1);
   });
 
+  it('keeps no answer made for one client (a walk the Pod’s forwarder did for the pod a node cache named)', async () => {
+    const c = cacheUnderTest();
+    c.answerWith(async (name, qtype) => ({ ...resolvedAnswer(name, qtype, { address: '192.0.2.1' }), personal: true }));
+    await c.ask('api.example.com.testns.svc.cluster.local');
+    await c.ask('api.example.com.testns.svc.cluster.local');
+    expect(c.asked).toHaveLength(2);
+    expect(c.cache.counts.insertions).toBe(0);
+  });
+
   it('answers a hit synchronously: no promise, no timer', async () => {
     const c = cacheUnderTest();
     await c.ask('sync.example.org');

@@ -211,7 +211,7 @@ export class CacheStage implements Stage<ForwarderRequest> {
         const pushed = this.deps.push?.isPushed(q.key) ?? false;
         // A route may keep its own policy (node-local mode's per-block `cache`), or none at all.
         const own = resolved.route.cache;
-        if (own === 'off') return { template: resolved.wire, rcode: resolved.scanned.rcode };
+        if (own === 'off' || resolved.personal) return { template: resolved.wire, rcode: resolved.scanned.rcode };
         const base = own ?? this.deps.policy;
         const policy = pushed && !base.negativeCache ? { ...base, negativeCache: true } : base;
         const ttl = cacheTtlOf(resolved.wire, resolved.scanned, policy);

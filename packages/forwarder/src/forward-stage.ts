@@ -61,7 +61,7 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       qclass: q.qclass,
       dnssecOk: q.edns?.dnssecOk ?? false,
       checkingDisabled: q.cd,
-      ...(route.carryClient ? { clientAddress: context.remoteAddress } : {}),
+      ...(route.carryClient && !request.ownQuestion ? { clientAddress: context.remoteAddress } : {}),
     };
     const forward = { ...this.deps.forward, cancel: slot.cancel };
     const asked = resolveQuestion(routes, route, question, forward).then(

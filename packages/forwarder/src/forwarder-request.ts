@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer';
-import type { DnsRequest } from '@cluster-dns/wire';
+import { type DnsRequest, MessageWriter, type ParsedQuery, parseQuery } from '@cluster-dns/wire';
 import type { Resolved } from './resolution.js';
 
 /** A request as it goes down the forwarder's chain: the forward stage leaves what it resolved here. */
@@ -14,6 +14,25 @@ export interface ForwarderRequest extends DnsRequest {
    * question, with the TTLs it keeps), so the stages after it write none and return RESOLVED.
    */
   repliesFromResolved?: true;
+  /**
+   * A question this forwarder asks on its own behalf (a search walk's step, the client map): no
+   * client's address goes upstream with it, so the server behind (a Pod's forwarder behind a node
+   * cache) answers it as the name it is, never walking a search path of its own for it.
+   */
+  ownQuestion?: true;
+}
+
+/** The query with another question (same ID, flags and EDNS payload and DO bit), parsed, for the stages after. */
+export function queryAs(query: ParsedQuery, name: string, qtype: number): ParsedQuery {
+  const writer = new MessageWriter(128).question(name, qtype, query.qclass);
+  if (query.edns)
+    writer.record(3, { name: '.', type: 41, class: query.edns.udpSize, ttl: query.edns.dnssecOk ? 0x8000 : 0 });
+  return parseQuery(writer.finish(query.id, query.raw.readUInt16BE(2)));
+}
+
+/** A question of our own beside `request` (ownQuestion): its whole answer, however large, for us to read. */
+export function ownRequest(request: DnsRequest, name: string, qtype: number): ForwarderRequest {
+  return { ...request, query: queryAs(request.query, name, qtype), limitBytes: 65_535, ownQuestion: true };
 }
 
 /**

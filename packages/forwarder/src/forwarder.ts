@@ -15,6 +15,8 @@ import {
   type Rejection,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
+import { AutopathStage } from './autopath/autopath-stage.js';
+import { firstStepTest } from './autopath/search-path.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
 import { ChaosStage } from './chaos-stage.js';
@@ -212,8 +214,22 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const chaos = new ChaosStage(stats);
   const rewrite = new RewriteStage(() => config.routes().plugins.rewrites);
   const hosts = new HostsStage(() => config.routes().plugins.hosts);
+  // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
+  const autopath = options.autopath
+    ? new AutopathStage(options.autopath, (request) => door.askerOf(request.query.raw, request.context.remoteAddress))
+    : undefined;
   const chain = chainStages<ForwarderRequest>(
-    [notify, relay, chaos, new LoopGuardStage(loops), cacheStage, rewrite, hosts, guard],
+    [
+      notify,
+      relay,
+      chaos,
+      new LoopGuardStage(loops),
+      ...(autopath ? [autopath] : []),
+      cacheStage,
+      rewrite,
+      hosts,
+      guard,
+    ],
     (request) => forward.serve(request),
   );
 
@@ -241,6 +257,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     reloadFailures: () => config.failures,
     upstreamTcp: () => ({ open: upstreamTcp.connections(), opened: upstreamTcp.opened }),
     tcp: () => tcpCountsOf(listeners),
+    ...(autopath ? { autopath: autopath.counts } : {}),
   });
   const handler = createQueryPipeline({
     handle: chain,
@@ -273,7 +290,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   // Logging every query needs the whole way: the lane logs nothing.
   const express = options.logQueries
     ? undefined
-    : createHitLane({ cacheStage, queries, udpPayloadBytes: options.ednsPacketMax, bypass: loops.outstanding });
+    : createHitLane({
+        cacheStage,
+        queries,
+        udpPayloadBytes: options.ednsPacketMax,
+        bypass: loops.outstanding,
+        ...(options.autopath ? { leaveToChain: firstStepTest(options.autopath) } : {}),
+      });
 
   return {
     counters: cacheStage.counts,

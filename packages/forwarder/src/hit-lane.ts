@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import { type ExpressLane, PlainQuestion, QCLASS, RCODE_MASK, readPlainQuery } from '@cluster-dns/wire';
 import type { CacheStage } from './cache-stage.js';
 import type { ServerQueryCounts } from './query-counts.js';
@@ -9,6 +10,8 @@ export interface HitLaneDeps {
   udpPayloadBytes: number;
   /** True while a stage before the cache must see every query (the loop guard's probes are out). */
   bypass(): boolean;
+  /** True for a cached reply a stage before the cache may answer otherwise (autopath's firstStepTest). */
+  leaveToChain?: (raw: Buffer, reply: Buffer) => boolean;
 }
 
 /**
@@ -27,6 +30,7 @@ export function createHitLane(deps: HitLaneDeps): ExpressLane {
   return (raw, family) => {
     if (!readPlainQuery(raw, question) || question.qclass !== QCLASS.IN || deps.bypass()) return undefined;
     const reply = cacheStage.hitAtOnce(raw, question, udpPayloadBytes);
+    if (reply !== undefined && deps.leaveToChain?.(raw, reply)) return undefined;
     if (reply !== undefined) queries.count(question.qtype, false, family === 6, (reply[3] as number) & RCODE_MASK, 0);
     return reply;
   };

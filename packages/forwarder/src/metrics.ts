@@ -10,6 +10,7 @@ import {
 } from '@cluster-dns/runtime';
 import type { DnsListener, TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
+import type { AutopathCounts } from './autopath/autopath-stage.js';
 import type { AnswerCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';
@@ -57,6 +58,8 @@ export interface ForwarderMetricSources {
   tcp(): { open: number; refused: TcpRefusals; stalls: TcpStalls; unsentBytes: number };
   /** Kept TCP connections to upstreams (`force_tcp` routes): open now, and opened in all. */
   upstreamTcp(): { open: number; opened: number };
+  /** Server-side search's counts (--autopath); undefined when it is off. */
+  autopath?: AutopathCounts;
 }
 
 /**
@@ -214,6 +217,19 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['route'],
     () => [...budget.counts.jostled].map(([route, n]) => [{ route }, n]),
   );
+  const { autopath } = sources;
+  if (autopath)
+    labelledFrom(
+      registry,
+      'clusterdns_forwarder_autopath_total',
+      'First steps of a pod’s search walk (<name>.<ns>.svc.<zone>) seen with --autopath, by result: walked (the asker’s search path is the default: walked here), found (of those, answered with a CNAME to a later step’s name), skipped (an unknown asker, another namespace, or a search path of its own: passed on).',
+      ['result'],
+      () => [
+        [{ result: 'walked' }, autopath.walked],
+        [{ result: 'found' }, autopath.found],
+        [{ result: 'skipped' }, autopath.skipped],
+      ],
+    );
   counterFrom(
     registry,
     'clusterdns_forwarder_subdomain_guard_trips_total',

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import {
   ednsPacketMaxFlag,
@@ -10,7 +11,8 @@ import {
   tcpBackpressureFlags,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
-import { type Cidr, type ListenDnsOptions, parseCidr } from '@cluster-dns/wire';
+import { type Cidr, type Fqdn, isDns1123Label, type ListenDnsOptions, parseCidr, toFqdn } from '@cluster-dns/wire';
+import { type AutopathSettings, searchDomainsOf } from './autopath/search-path.js';
 import { type IsolationOptions, isolationFlags, toIsolationOptions } from './isolation/isolation-flags.js';
 import { parseServerFlag, type ServerRule } from './server-flag.js';
 
@@ -157,6 +159,17 @@ export const forwarderFlags = {
     'client addresses (IP or CIDR) whose zone transfers (IXFR, AXFR over TCP) of a --server zone are relayed to its server: the node caches kept fresh by push (the nodes’ network); none by default',
     cidrOf,
   ),
+  autopath: flag.custom(
+    'server-side search (CoreDNS’s autopath) for this cluster domain: the first search-suffixed question of a pod with the kubelet’s default search path is walked here and answered with a CNAME to the name that exists; reads the record-builder’s client map, so it needs --pods=verified there; empty = off',
+    undefined as Fqdn | undefined,
+    (raw, name) => domainOf(raw, name),
+    { valueName: 'zone', defaultText: 'off' },
+  ),
+  'autopath-search': flag.list(
+    'the node’s search domains, after the cluster’s in a pod’s search path (the kubelet appends its --resolv-conf’s), walked by --autopath in that order (repeatable); by default the search line of --resolv-file',
+    (raw, name) => domainOf(raw, name),
+    { valueName: 'domain', defaultText: 'the search line of --resolv-file' },
+  ),
   'trust-client-address-from': flag.list(
     'addresses (IP or CIDR) whose queries may name the pod they ask for (a node cache’s EDNS0 option, -carry-client-address): per-client limits then count that pod, not the node cache; the nodes’ addresses; none by default',
     cidrOf,
@@ -251,6 +264,28 @@ export interface ForwarderOptions {
   readonly notifyListen?: { readonly host: string; readonly port: number };
   /** What sets the listeners, for a bind error to name (a Corefile's server block; the flags by default). */
   readonly listenFlags?: string;
+  /** --autopath: server-side search of the cluster's default search path (autopath/). */
+  readonly autopath?: AutopathSettings;
+}
+
+/** The search line of the node's resolv.conf, read once at start (none when it cannot be read). */
+function resolvSearchOf(path: string | undefined): Fqdn[] {
+  if (path === undefined) return [];
+  try {
+    return searchDomainsOf(readFileSync(path, 'utf8'));
+  } catch {
+    // No resolv.conf: no node domains after the cluster's, as a pod on such a node would have.
+    return [];
+  }
+}
+
+/** A domain flag's value as an FQDN: DNS-1123 labels separated by dots. */
+function domainOf(raw: string, name: string): Fqdn | undefined {
+  if (raw === '') return undefined;
+  const zone = toFqdn(raw);
+  if (zone === '.' || !zone.slice(0, -1).split('.').every(isDns1123Label))
+    throw new FlagError(name, raw, 'DNS-1123 labels separated by dots, such as cluster.local');
+  return zone;
 }
 
 export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): ForwarderOptions {
@@ -298,6 +333,16 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     lameduckMs: values.lameduck,
     reusePort: false,
     transferRelayFrom: Object.freeze([...values['transfer-relay-from']]),
+    ...(values.autopath
+      ? {
+          autopath: {
+            zone: values.autopath,
+            extraSearch: values['autopath-search'].length
+              ? values['autopath-search'].filter((d): d is Fqdn => d !== undefined)
+              : resolvSearchOf(values['no-resolv'] ? undefined : values['resolv-file']),
+          },
+        }
+      : {}),
   });
 }
 

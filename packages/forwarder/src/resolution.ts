@@ -1,6 +1,7 @@
 import type { Buffer } from 'node:buffer';
 import {
   assembleReply,
+  clientAddressOf,
   copyRecord,
   copyWithoutOpt,
   FLAG,
@@ -35,6 +36,11 @@ export interface Resolved {
    * its entry under them too, so a pushed change of those names drops it.
    */
   readonly fromNames?: readonly Fqdn[];
+  /**
+   * Made for one client (the cluster's DNS walked the search path of the pod we named to it, and
+   * says so by naming it back): served to that asker, never kept.
+   */
+  readonly personal?: true;
 }
 
 /**
@@ -64,6 +70,7 @@ export async function resolveQuestion(
   let route = firstRoute;
   let raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route.forceTcp);
   let rcode = raw.readUInt16BE(2) & RCODE_MASK;
+  const personal = route.carryClient && q.clientAddress !== undefined && clientAddressOf(raw) !== undefined;
   if (
     route.fallsThrough &&
     (rcode === RCODE.NXDOMAIN || rcode === RCODE.REFUSED) &&
@@ -99,7 +106,7 @@ export async function resolveQuestion(
     wire = await chaseCname(routes, q, wire, scanned, options, depth);
     scanned = scanResponse(wire);
   }
-  return { wire, scanned, route };
+  return personal ? { wire, scanned, route, personal } : { wire, scanned, route };
 }
 
 /**

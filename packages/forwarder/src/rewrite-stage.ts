@@ -1,30 +1,18 @@
 import { Buffer } from 'node:buffer';
 import {
   buildBareResponse,
-  type DnsRequest,
   type Fqdn,
   finishFromTemplate,
   isInZone,
-  MessageWriter,
   type Next,
-  parseQuery,
   RCODE,
   RCODE_MASK,
   type Reply,
   type Stage,
   scanResponse,
 } from '@cluster-dns/wire';
-import { type ForwarderRequest, RESOLVED } from './forwarder-request.js';
-import { mapReply, type Rewritten, rewriteQuestion, type ScopedRewrites } from './plugins/name-rewrite.js';
-
-/** The question as the rules made it, as a query the stages after this one read like any other. */
-function rewrittenQuery(request: DnsRequest, to: Rewritten): DnsRequest['query'] {
-  const q = request.query;
-  const writer = new MessageWriter(128).question(to.name, to.qtype, q.qclass);
-  if (q.edns) writer.record(3, { name: '.', type: 41, class: q.edns.udpSize, ttl: q.edns.dnssecOk ? 0x8000 : 0 });
-  const raw = writer.finish(q.id, q.raw.readUInt16BE(2));
-  return parseQuery(raw);
-}
+import { type ForwarderRequest, queryAs, RESOLVED } from './forwarder-request.js';
+import { mapReply, rewriteQuestion, type ScopedRewrites } from './plugins/name-rewrite.js';
 
 /**
  * A Corefile's `rewrite` (coredns/coredns plugin/rewrite): a question whose name (or type) a rule
@@ -63,7 +51,7 @@ export class RewriteStage implements Stage<ForwarderRequest> {
       return bare(RCODE.SERVFAIL);
     }
     this.counts.rewritten++;
-    const inner: ForwarderRequest = { ...request, query: rewrittenQuery(request, to) };
+    const inner: ForwarderRequest = { ...request, query: queryAs(q, to.name, to.qtype) };
     const back = (reply: Buffer | Iterable<Buffer> | undefined): Buffer => {
       const resolved = inner.resolved;
       if (resolved) {

@@ -160,6 +160,7 @@ export {
 } from './response.js';
 export { type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
+export { type AskedQuestion, answerThroughSearch } from './search-answer.js';
 export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply, truncateToQuestion } from './truncate.js';
 export { LIBUV_UDP_BATCH, UdpBacklog } from './udp-backlog.js';

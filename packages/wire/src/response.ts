@@ -113,6 +113,8 @@ export interface TemplatePatch {
   ttlSeconds?: number;
   /** The UDP payload size our OPT advertises. */
   udpPayloadBytes?: number;
+  /** An EDNS0 option for our OPT (only when the query has one): a reply meant for one client says so. */
+  option?: { code: number; data: Buffer };
 }
 
 /**
@@ -131,7 +133,15 @@ export function finishFromTemplate(
     query.raw,
     query.questionEnd,
     limitBytes,
-    query.edns === undefined ? undefined : optFor(query, patch?.udpPayloadBytes),
+    query.edns === undefined
+      ? undefined
+      : patch?.option === undefined
+        ? optFor(query, patch?.udpPayloadBytes)
+        : encodeOptRecord({
+            dnssecOk: query.edns.dnssecOk,
+            udpSize: patch.udpPayloadBytes ?? EDNS_DEFAULT_UDP_BYTES,
+            option: patch.option,
+          }),
     patch?.ttlSeconds === undefined ? undefined : patch.ttlOffsets,
     patch?.ttlSeconds ?? 0,
   );
@@ -183,7 +193,7 @@ function patchTemplate(
   ttlSeconds: number,
   copyName = true,
 ): Buffer {
-  const optBytes = opt === undefined ? 0 : OPT_RECORD_BYTES;
+  const optBytes = opt === undefined ? 0 : opt.length;
   const body = template.length + optBytes > limitBytes ? truncateReply(template, limitBytes - optBytes) : template;
   const bodyBytes = body.length;
   const out = Buffer.allocUnsafe(bodyBytes + optBytes);
@@ -204,7 +214,7 @@ function patchTemplate(
   // Same name, same length: the asker's spelling over the canonical one (0x20 echo).
   if (copyName) for (let i = HEADER_BYTES, end = questionEnd - 4; i < end; i++) out[i] = raw[i] as number;
   if (opt !== undefined) {
-    for (let i = 0; i < OPT_RECORD_BYTES; i++) out[bodyBytes + i] = opt[i] as number;
+    for (let i = 0; i < optBytes; i++) out[bodyBytes + i] = opt[i] as number;
     putU16(out, u16(out, 10) + 1, 10);
   }
   return out;

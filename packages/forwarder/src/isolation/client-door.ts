@@ -88,18 +88,22 @@ export class ClientDoor implements Door {
    * another's rate, nor escape its own, by naming someone.
    */
   clientOf(message: Buffer, address: string): string {
+    const asker = this.askerOf(message, address);
+    if (asker.carried) this.counts.identityCarried++;
+    else if (asker.forged) this.counts.identityForged++;
+    return asker.address;
+  }
+
+  /** clientOf, uncounted: who asked, and whether a trusted node cache named it (autopath's asker). */
+  askerOf(message: Buffer, address: string): { address: string; carried: boolean; forged?: true } {
     // Nobody trusted (a node cache, or a Pod's forwarder without node caches): no name is ever
     // believed, and none is read. No additional record, no OPT, no option: most queries stop here.
-    if (this.trustedFrom.length === 0) return address;
-    if (message.length < HEADER_BYTES || (message[10] === 0 && message[11] === 0)) return address;
+    if (this.trustedFrom.length === 0) return { address, carried: false };
+    if (message.length < HEADER_BYTES || (message[10] === 0 && message[11] === 0)) return { address, carried: false };
     const named = clientAddressOf(message);
-    if (named === undefined) return address;
-    if (this.trustedFrom.some((cidr) => cidrContains(cidr, address))) {
-      this.counts.identityCarried++;
-      return named;
-    }
-    this.counts.identityForged++;
-    return address;
+    if (named === undefined) return { address, carried: false };
+    if (this.trustedFrom.some((cidr) => cidrContains(cidr, address))) return { address: named, carried: true };
+    return { address, carried: false, forged: true };
   }
 
   /** The limits in force now (the flags', or the ConfigMap's `clientLimits` over them). */

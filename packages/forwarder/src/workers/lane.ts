@@ -11,6 +11,7 @@ import {
   ServerCore,
 } from '@cluster-dns/runtime';
 import type { Cidr, DnsListener, QueryContext, Reply } from '@cluster-dns/wire';
+import { type AutopathSettings, firstStepTest } from '../autopath/search-path.js';
 import { monotonicMs } from '../cache.js';
 import { CacheStage } from '../cache-stage.js';
 import { createHitLane } from '../hit-lane.js';
@@ -43,6 +44,8 @@ export interface LaneData {
   lameduckMs: number;
   /** The DNS port's sockets, bound as worker 0 binds its own (options.ts's listenerSettingsOf). */
   listener: ListenerSettings;
+  /** --autopath: a cached NXDOMAIN that may be a walk's first step goes to worker 0, which walks. */
+  autopath?: AutopathSettings;
 }
 
 /** A lane's data from the forwarder's options (worker-pool.ts builds it for each lane). */
@@ -68,6 +71,7 @@ export function laneDataOf(
     trustClientAddressFrom: options.isolation.trustClientAddressFrom,
     lameduckMs: options.lameduckMs,
     listener: listenerSettingsOf(options),
+    ...(options.autopath ? { autopath: options.autopath } : {}),
   };
 }
 
@@ -132,7 +136,13 @@ export async function serveAsLane(): Promise<void> {
     const serverLabel = () => serverLabelOf(data.addresses, data.port);
     const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
     const hits = new Float64Array(data.laneHits);
-    const hitLane = createHitLane({ cacheStage, queries, udpPayloadBytes: data.ednsPacketMax, bypass: () => false });
+    const hitLane = createHitLane({
+      cacheStage,
+      queries,
+      udpPayloadBytes: data.ednsPacketMax,
+      bypass: () => false,
+      ...(data.autopath ? { leaveToChain: firstStepTest(data.autopath) } : {}),
+    });
     // Logging every query needs the whole way: the lane then answers nothing itself.
     const express = data.logQueries
       ? undefined

@@ -1,0 +1,112 @@
+import type { Buffer } from 'node:buffer';
+import {
+  answerThroughSearch,
+  CLIENT_ADDRESS_OPTION,
+  encodeClientAddress,
+  finishFromTemplate,
+  type Next,
+  QCLASS,
+  QTYPE,
+  RCODE,
+  RCODE_MASK,
+  type Reply,
+  type Stage,
+} from '@cluster-dns/wire';
+import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
+import {
+  type AutopathSettings,
+  clientEntryOf,
+  clientMapName,
+  type FirstStep,
+  firstStepOf,
+  restOfWalk,
+} from './search-path.js';
+
+export type { AutopathSettings };
+
+/** Who asked: the sender, or the pod a trusted node cache named (`carried`). */
+export interface Asker {
+  readonly address: string;
+  readonly carried: boolean;
+}
+
+export interface AutopathCounts {
+  /** First steps from a pod with the default search path: walked here. */
+  walked: number;
+  /** Walks that found the name under a later step: answered with a CNAME to it. */
+  found: number;
+  /** First steps not walked: the asker unknown, of another namespace, or with a search path of its own. */
+  skipped: number;
+}
+
+const rcodeOf = (reply: Reply): number =>
+  reply !== undefined && 'readUInt16BE' in reply && reply.length >= 4
+    ? (reply as Buffer).readUInt16BE(2) & RCODE_MASK
+    : RCODE.SERVFAIL;
+
+/**
+ * Server-side search (CoreDNS's `autopath`). A pod whose resolv.conf is the kubelet's default
+ * (ndots:5, `<ns>.svc.<zone> svc.<zone> <zone>`) asks for an outside name four times over before
+ * the name itself, each suffix answered NXDOMAIN, for A and AAAA: eight queries and four round
+ * trips. When the first of them arrives from such a pod, this walks the rest of its search path
+ * here, in the order the pod would, and answers the first question with a CNAME to the name that
+ * exists and its records; the pod's resolver follows the CNAME and its walk ends. A name that
+ * exists at no step gets the first step's own answer (NXDOMAIN), and the pod walks on as without
+ * this. So that it never walks for anyone else, the asker is looked up in the record-builder's
+ * client map (`<a-b-c-d>.client.dns.<zone>`, pushed like any name of the zone): its namespace must
+ * be the one in the question and its search path the default. Unknown clients, hostNetwork pods
+ * and pods with their own dnsConfig are passed on untouched.
+ *
+ * Before the cache: each step is an ordinary question to the cache (so every step is cached,
+ * coalesced and pushed as any other), and the answer made here is never kept under the asked
+ * name, where a pod of another namespace asking that name explicitly would find it. An answer
+ * made for a pod a node cache named carries the name back (CLIENT_ADDRESS_OPTION), so the node
+ * cache does not keep it either.
+ */
+export class AutopathStage implements Stage<ForwarderRequest> {
+  readonly name = 'autopath';
+  readonly counts: AutopathCounts = { walked: 0, found: 0, skipped: 0 };
+
+  constructor(
+    private readonly settings: AutopathSettings,
+    private readonly askerOf: (request: ForwarderRequest) => Asker,
+  ) {}
+
+  serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
+    const q = request.query;
+    if (q.qclass !== QCLASS.IN || request.ownQuestion) return next(request);
+    const step = firstStepOf(q.key, this.settings.zone);
+    if (step === undefined) return next(request);
+    return this.walk(request, step, next);
+  }
+
+  private async walk(request: ForwarderRequest, step: FirstStep, next: Next<ForwarderRequest>): Promise<Reply> {
+    const { zone, extraSearch } = this.settings;
+    const asker = this.askerOf(request);
+    const entry = clientEntryOf(
+      (await next(ownRequest(request, clientMapName(asker.address, zone), QTYPE.TXT))) as Buffer | undefined,
+    );
+    if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) {
+      this.counts.skipped++;
+      return next(request);
+    }
+    this.counts.walked++;
+    const first = await next(request);
+    if (rcodeOf(first) !== RCODE.NXDOMAIN) return first;
+    const q = request.query;
+    for (const name of restOfWalk(step, zone, extraSearch)) {
+      const reply = await next(ownRequest(request, name, q.qtype));
+      const rcode = rcodeOf(reply);
+      if (rcode === RCODE.NXDOMAIN) continue;
+      // A failure part way: the first step's NXDOMAIN, and the pod walks on itself, as without us.
+      if (rcode !== RCODE.NOERROR) break;
+      this.counts.found++;
+      const template = answerThroughSearch({ name: q.key, qtype: q.qtype, qclass: q.qclass }, name, reply as Buffer);
+      return finishFromTemplate(template, q, request.limitBytes, {
+        udpPayloadBytes: request.udpPayloadBytes,
+        ...(asker.carried ? { option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(asker.address) } } : {}),
+      });
+    }
+    return first;
+  }
+}

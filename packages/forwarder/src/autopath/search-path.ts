@@ -1,0 +1,102 @@
+import { Buffer } from 'node:buffer';
+import { decodeMessage, type Fqdn, QTYPE, RCODE, RCODE_MASK, readName, toFqdn } from '@cluster-dns/wire';
+
+/**
+ * The kubelet's search path for a pod with its cluster default (dnsPolicy ClusterFirst, no
+ * dnsConfig of its own): `<ns>.svc.<zone> svc.<zone> <zone>`, then the node's own search domains,
+ * with ndots:5. Its first step is the name asked with `<ns>.svc.<zone>` after it: that is the
+ * question server-side search (autopath) recognises.
+ */
+
+/** Server-side search as configured: the cluster zone whose search path is walked, and the node's domains after it. */
+export interface AutopathSettings {
+  readonly zone: Fqdn;
+  readonly extraSearch: readonly Fqdn[];
+}
+
+/** The asked name split as the first step of a search walk: what the pod typed, and its namespace. */
+export interface FirstStep {
+  /** The name before the search suffix, as typed (no trailing dot): `api.example.com`. */
+  readonly base: string;
+  readonly namespace: string;
+}
+
+/**
+ * `<base>.<ns>.svc.<zone>` read as a walk's first step, or undefined for any other shape. The
+ * namespace is the label before `svc`; `base` is at least one label. Whether the asker is in that
+ * namespace is for the caller to check.
+ */
+export function firstStepOf(name: Fqdn, zone: Fqdn): FirstStep | undefined {
+  const suffix = `.svc.${zone}`;
+  if (name.length <= suffix.length || !name.endsWith(suffix)) return undefined;
+  const rest = name.slice(0, name.length - suffix.length);
+  const dot = rest.lastIndexOf('.');
+  if (dot <= 0) return undefined;
+  return { base: rest.slice(0, dot), namespace: rest.slice(dot + 1) };
+}
+
+/**
+ * The names a stub would ask after the first step, in its order: the rest of the cluster's
+ * search path, the node's domains (`extra`), then the name as typed. ndots:5 is why the typed name
+ * comes last: a name with fewer than five dots is tried with every suffix first.
+ */
+export function restOfWalk(step: FirstStep, zone: Fqdn, extra: readonly Fqdn[]): Fqdn[] {
+  const names = [toFqdn(`${step.base}.svc.${zone}`), toFqdn(`${step.base}.${zone}`)];
+  for (const domain of extra) names.push(toFqdn(`${step.base}.${domain}`));
+  names.push(toFqdn(step.base));
+  return names;
+}
+
+/** `<a-b-c-d>.client.dns.<zone>`: the record-builder's client map entry for an address. */
+export function clientMapName(address: string, zone: Fqdn): Fqdn {
+  const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+  return toFqdn(`${plain.replace(/[.:]/g, '-')}.client.dns.${zone}`);
+}
+
+/** Who an address is, as the client map says. */
+export interface ClientEntry {
+  readonly namespace: string;
+  /** The kubelet's default search path (search=default); false for a pod's own dnsConfig. */
+  readonly searchDefault: boolean;
+}
+
+/** The client map's reply read: its TXT `namespace=` and `search=`, or undefined (NXDOMAIN, a failure). */
+export function clientEntryOf(reply: Buffer | undefined): ClientEntry | undefined {
+  if (!Buffer.isBuffer(reply) || reply.length < 12 || (reply.readUInt16BE(2) & 0xf) !== RCODE.NOERROR) return undefined;
+  let namespace: string | undefined;
+  let searchDefault = false;
+  for (const rr of decodeMessage(reply).answers) {
+    if (rr.type !== QTYPE.TXT) continue;
+    for (const text of rr.text ?? []) {
+      if (text.startsWith('namespace=')) namespace = text.slice('namespace='.length);
+      else if (text === 'search=default') searchDefault = true;
+    }
+  }
+  return namespace ? { namespace, searchDefault } : undefined;
+}
+
+/** The node's search domains: a resolv.conf's last `search` (or `domain`) line, as the resolver reads it. */
+export function searchDomainsOf(resolvConf: string): Fqdn[] {
+  let domains: string[] = [];
+  for (const line of resolvConf.split('\n')) {
+    const m = /^\s*(search|domain)\s+(.+)$/.exec(line);
+    if (m) domains = (m[2] as string).trim().split(/\s+/);
+  }
+  return domains.filter((d) => d !== '.' && d !== '').map((d) => toFqdn(d));
+}
+
+/**
+ * For an express lane: whether a cached NXDOMAIN for this plain query may be a walk's first step,
+ * which the stage must see (the lane answers the name as cached, never walking). Reads the name
+ * only for NXDOMAIN, the one answer a walk changes: a name that exists is answered as it is.
+ */
+export function firstStepTest(settings: AutopathSettings): (raw: Buffer, reply: Buffer) => boolean {
+  return (raw, reply) => {
+    if (((reply[3] as number) & RCODE_MASK) !== RCODE.NXDOMAIN) return false;
+    try {
+      return firstStepOf(toFqdn(readName(raw, 12).name.toLowerCase()), settings.zone) !== undefined;
+    } catch {
+      return true;
+    }
+  };
+}
