@@ -269,7 +269,7 @@ export interface ForwarderOptions {
 }
 
 /** The search line of the node's resolv.conf, read once at start (none when it cannot be read). */
-function resolvSearchOf(path: string | undefined): Fqdn[] {
+export function resolvSearchOf(path: string | undefined): Fqdn[] {
   if (path === undefined) return [];
   try {
     return searchDomainsOf(readFileSync(path, 'utf8'));
@@ -280,7 +280,7 @@ function resolvSearchOf(path: string | undefined): Fqdn[] {
 }
 
 /** A domain flag's value as an FQDN: DNS-1123 labels separated by dots. */
-function domainOf(raw: string, name: string): Fqdn | undefined {
+export function domainOf(raw: string, name: string): Fqdn | undefined {
   if (raw === '') return undefined;
   const zone = toFqdn(raw);
   if (zone === '.' || !zone.slice(0, -1).split('.').every(isDns1123Label))

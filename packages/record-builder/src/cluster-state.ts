@@ -44,8 +44,8 @@ export class ClusterState {
   private readonly reversePrefixes = new Map<string, number>();
   /** Namespace → pod name → what the pod records and the client map need of it. */
   private readonly podIps = new Map<string, Map<string, PodEntry>>();
-  /** Pod address → the pods (`ns/name`) that have it: one, or several while one ends and another starts, or hostNetwork pods. */
-  private readonly podsByIp = new Map<string, string | string[]>();
+  /** Pod address → the pods that have it: one, or several while one ends and another starts, or hostNetwork pods. */
+  private readonly podsByIp = new Map<string, PodEntry | PodEntry[]>();
   private readonly words = new SharedWords();
   private serialNumber: number;
   private endpoints = 0;
@@ -252,10 +252,10 @@ export class ClusterState {
       byName = new Map();
       this.podIps.set(pod.namespace, byName);
     }
-    const key = serviceKey(pod.namespace, pod.name);
-    for (const ip of previous?.ips ?? []) this.unindexPod(ip, key);
-    byName.set(pod.name, { ips: pod.ips, searchDefault: pod.searchDefault });
-    for (const ip of pod.ips) this.indexPod(ip, key);
+    if (previous) for (const ip of previous.ips) this.unindexPod(ip, previous);
+    const entry: PodEntry = { namespace: pod.namespace, ips: pod.ips, searchDefault: pod.searchDefault };
+    byName.set(pod.name, entry);
+    for (const ip of pod.ips) this.indexPod(ip, entry);
     this.changed([], ZONE_BIT.cluster);
   }
 
@@ -264,7 +264,7 @@ export class ClusterState {
     const entry = byName?.get(name);
     if (entry) this.rememberPods(namespace, entry.ips);
     if (byName?.delete(name)) {
-      for (const ip of entry?.ips ?? []) this.unindexPod(ip, serviceKey(namespace, name));
+      if (entry) for (const ip of entry.ips) this.unindexPod(ip, entry);
       if (byName.size === 0) this.podIps.delete(namespace);
       this.changed([], ZONE_BIT.cluster);
     }
@@ -285,32 +285,26 @@ export class ClusterState {
   clientAt(ip: string): { namespace: string; searchDefault: boolean } | undefined {
     const at = this.podsByIp.get(ip);
     if (at === undefined) return undefined;
-    let namespace: string | undefined;
-    let searchDefault = true;
-    for (const key of typeof at === 'string' ? [at] : at) {
-      const slash = key.indexOf('/');
-      const ns = key.slice(0, slash);
-      if (namespace !== undefined && ns !== namespace) return undefined;
-      namespace = ns;
-      searchDefault &&= this.podIps.get(ns)?.get(key.slice(slash + 1))?.searchDefault === true;
-    }
-    return namespace === undefined ? undefined : { namespace, searchDefault };
+    if (!Array.isArray(at)) return { namespace: at.namespace, searchDefault: at.searchDefault };
+    const namespace = (at[0] as PodEntry).namespace;
+    if (at.some((pod) => pod.namespace !== namespace)) return undefined;
+    return { namespace, searchDefault: at.every((pod) => pod.searchDefault) };
   }
 
-  private indexPod(ip: string, key: string): void {
+  private indexPod(ip: string, entry: PodEntry): void {
     const at = this.podsByIp.get(ip);
-    if (at === undefined) this.podsByIp.set(ip, key);
-    else if (typeof at === 'string') {
-      if (at !== key) this.podsByIp.set(ip, [at, key]);
-    } else if (!at.includes(key)) at.push(key);
+    if (at === undefined) this.podsByIp.set(ip, entry);
+    else if (!Array.isArray(at)) {
+      if (at !== entry) this.podsByIp.set(ip, [at, entry]);
+    } else if (!at.includes(entry)) at.push(entry);
   }
 
-  private unindexPod(ip: string, key: string): void {
+  private unindexPod(ip: string, entry: PodEntry): void {
     const at = this.podsByIp.get(ip);
-    if (at === key) this.podsByIp.delete(ip);
+    if (at === entry) this.podsByIp.delete(ip);
     else if (Array.isArray(at)) {
-      const left = at.filter((k) => k !== key);
-      this.podsByIp.set(ip, left.length === 1 ? (left[0] as string) : left);
+      const left = at.filter((pod) => pod !== entry);
+      this.podsByIp.set(ip, left.length === 1 ? (left[0] as PodEntry) : left);
     }
   }
 
@@ -434,6 +428,7 @@ function sameList(a: readonly AddressKey[], b: readonly AddressKey[]): boolean {
 type PendingEntry = JournalEntry extends infer E ? (E extends unknown ? Omit<E, 'serial' | 'atMs'> : never) : never;
 
 interface PodEntry {
+  readonly namespace: string;
   readonly ips: readonly string[];
   readonly searchDefault: boolean;
 }

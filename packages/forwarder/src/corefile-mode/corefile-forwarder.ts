@@ -11,7 +11,7 @@ import {
 } from '@cluster-dns/runtime';
 import type { RawConfig } from '../config-source.js';
 import { createForwarder, type ForwarderDeps } from '../forwarder.js';
-import { type ForwarderOptions, type forwarderFlags, toForwarderOptions } from '../options.js';
+import { type ForwarderOptions, type forwarderFlags, resolvSearchOf, toForwarderOptions } from '../options.js';
 import { HostsTable } from '../plugins/hosts-table.js';
 import type { RouteSources } from '../route-table.js';
 import type { Serving } from '../serving.js';
@@ -94,6 +94,10 @@ export async function corefileForwarder(
     prefetchHits: plan.prefetchHits ?? 0,
     lameduckMs: plan.lameduckMs ?? flags.lameduckMs,
     listenFlags: `${path}: its server blocks' keys and bind`,
+    // autopath @kubernetes: the node's search domains from /etc/resolv.conf, as CoreDNS's (dnsPolicy Default).
+    ...(plan.autopathZone
+      ? { autopath: { zone: plan.autopathZone, extraSearch: resolvSearchOf(resolvFileOf(plan) ?? '/etc/resolv.conf') } }
+      : {}),
   };
   const fixed = (p: PodPlan) =>
     JSON.stringify([

@@ -55,6 +55,17 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
     expect([p.forwardMax, p.loopDetect, p.reloadMs, p.loadbalance]).toEqual([1000, true, 30_000, ['.']]);
   });
 
+  it('walks the pods’ search paths with autopath @kubernetes, which needs pods verified', () => {
+    const block = (pods: string, autopath = 'autopath @kubernetes') =>
+      `.:53 {\n ${autopath}\n kubernetes cluster.local in-addr.arpa {\n  pods ${pods}\n }\n forward . 192.0.2.53\n}`;
+    expect(plan(block('verified')).autopathZone).toBe('cluster.local.');
+    expect(plan(KUBEADM).autopathZone).toBeUndefined();
+    expect(errorOf(block('insecure')).message).toMatch(/line 2.*autopath: @kubernetes needs .*pods verified/);
+    expect(errorOf(block('verified', 'autopath /etc/resolv.conf')).message).toMatch(
+      /line 2.*only "@kubernetes" is supported/,
+    );
+  });
+
   it('routes a multicluster zone to the record-builder with the cluster zone', () => {
     const routes = routesOf(`.:53 {
       kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {

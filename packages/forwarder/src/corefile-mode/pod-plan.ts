@@ -25,6 +25,8 @@ export interface PodPlan extends ProcessPlan {
   readonly hosts: readonly ScopedHosts[];
   /** Zones whose answers turn the order of their A and AAAA records (`loadbalance`). */
   readonly loadbalance: readonly Fqdn[];
+  /** `autopath @kubernetes`: the kubernetes zone whose pods' search paths are walked (autopath/). */
+  readonly autopathZone?: Fqdn;
 }
 
 const under = (name: Fqdn, zones: readonly Fqdn[]) => zones.some((z) => isInZone(name, z));
@@ -58,6 +60,7 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
   const rewrites: ScopedRewrites[] = [];
   const hosts: ScopedHosts[] = [];
   const loadbalance: Fqdn[] = [];
+  let autopathZone: Fqdn | undefined;
   for (const block of servers) {
     const zones = block.keys.map((k) => k.zone);
     settings.take(block);
@@ -150,6 +153,13 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     if (block.rewrite.length) rewrites.push({ zones, rules: block.rewrite });
     if (block.hosts) hosts.push({ ...block.hosts, zones: block.hosts.zones ?? zones });
     if (block.loadbalance) loadbalance.push(...zones);
+    if (block.autopath) {
+      const at = { line: block.lines.get('autopath') ?? block.line };
+      // CoreDNS's @kubernetes needs `pods verified` for the asker's namespace; ours, for the client map.
+      if (!k || k.pods !== 'verified')
+        fail(at, 'autopath: @kubernetes needs this block’s kubernetes plugin with "pods verified"', source);
+      autopathZone = (k.zones ?? zones)[0];
+    }
   }
   const { metrics, health, lameduckMs, reloadMs } = settings;
   const first = settings.listen as { addresses: readonly string[]; port: number };
@@ -171,5 +181,6 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     rewrites,
     hosts,
     loadbalance,
+    ...(autopathZone ? { autopathZone } : {}),
   };
 }

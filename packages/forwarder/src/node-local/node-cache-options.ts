@@ -110,6 +110,11 @@ export const nodeCacheFlags = {
     'name the asking pod’s address to the cluster’s DNS (the blocks forwarding to __PILLAR__CLUSTER__DNS__ only), in an EDNS0 option the Pod’s forwarder trusts from the addresses its --trust-client-address-from lists',
     { defaultValue: true },
   ),
+  autopath: flag.string(
+    'server-side search (CoreDNS’s autopath) for this cluster domain, done here where the pod is seen: a pod’s first search-suffixed question is walked through this cache and answered with a CNAME to the name that exists; reads the record-builder’s client map through the cluster block (--pods=verified there); the node’s search domains after the cluster’s are --resolv-file’s search line; empty = off',
+    '',
+    { valueName: 'zone' },
+  ),
   'cache-size': flag.int(
     'answers cached at most, for every block together; 0 = the largest block’s success + denial capacity (19,968 for nodelocaldns.yaml)',
     0,

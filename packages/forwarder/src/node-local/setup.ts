@@ -8,12 +8,12 @@ import {
   readCorefile,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
-import { reusePortSupported } from '@cluster-dns/wire';
+import { type Fqdn, reusePortSupported } from '@cluster-dns/wire';
 import type { RawConfig } from '../config-source.js';
 import { readConfigSources } from '../config-source.js';
 import type { ForwarderDeps } from '../forwarder.js';
 import { toIsolationOptions } from '../isolation/isolation-flags.js';
-import type { ForwarderOptions } from '../options.js';
+import { domainOf, type ForwarderOptions, resolvSearchOf } from '../options.js';
 import type { RouteSources } from '../route-table.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
@@ -155,6 +155,9 @@ export async function nodeCacheForwarder(
     transferRelayFrom: [],
     listenFlags: '-localip and the Corefile’s port',
     ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
+    ...(values.autopath
+      ? { autopath: { zone: domainOf(values.autopath, '-autopath') as Fqdn, extraSearch: resolvSearchOf(resolvFile) } }
+      : {}),
   };
   // The cluster's DNS learns which pod asked (wire's CLIENT_ADDRESS_OPTION) on the blocks that
   // forward to it, and only those: a stub domain's or the upstreams' servers never see it.

@@ -8,6 +8,7 @@ import { type HostsConfig, setupHosts } from './plugins/hosts.js';
 import { type KubernetesConfig, setupKubernetes } from './plugins/kubernetes.js';
 import { type RewriteRule, setupRewrite } from './plugins/rewrite.js';
 import {
+  setupAutopath,
   setupBind,
   setupFlag,
   setupHealth,
@@ -37,12 +38,15 @@ export interface ServerConfig {
   readonly errors: boolean;
   readonly loop: boolean;
   readonly loadbalance: boolean;
+  /** `autopath @kubernetes`: server-side search of the pods' search paths; the zones it names, if any. */
+  readonly autopath: { readonly zones: readonly string[] } | undefined;
   /** The line of each plugin named, for errors a consumer finds later. */
   readonly lines: ReadonlyMap<string, number>;
 }
 
 /** The plugins a mode takes; anything else in a Corefile is an error naming its line. */
 export const POD_PLUGINS = [
+  'autopath',
   'bind',
   'cache',
   'errors',
@@ -85,7 +89,18 @@ function parseKey(block: ServerBlock, key: string, source: string): { zone: Fqdn
 
 /** Sets up each plugin of one block; `allowed` names the plugins of the mode, `mode` goes in the error. */
 function readBlock(block: ServerBlock, source: string, allowed: readonly string[], mode: string): ServerConfig {
-  const once = new Set(['bind', 'cache', 'forward', 'kubernetes', 'hosts', 'health', 'ready', 'prometheus', 'reload']);
+  const once = new Set([
+    'autopath',
+    'bind',
+    'cache',
+    'forward',
+    'kubernetes',
+    'hosts',
+    'health',
+    'ready',
+    'prometheus',
+    'reload',
+  ]);
   const lines = new Map<string, number>();
   const config: { -readonly [K in keyof ServerConfig]: ServerConfig[K] } & { rewrite: RewriteRule[] } = {
     keys: block.keys.map((k) => parseKey(block, k, source)),
@@ -104,6 +119,7 @@ function readBlock(block: ServerBlock, source: string, allowed: readonly string[
     errors: false,
     loop: false,
     loadbalance: false,
+    autopath: undefined,
     lines,
   };
   for (const d of block.directives) {
@@ -143,6 +159,9 @@ function readBlock(block: ServerBlock, source: string, allowed: readonly string[
         break;
       case 'reload':
         config.reloadMs = setupReload(a);
+        break;
+      case 'autopath':
+        config.autopath = setupAutopath(a);
         break;
       case 'loadbalance':
         setupLoadbalance(a);

@@ -58,6 +58,23 @@ export function setupLoadbalance(a: DirectiveArgs): void {
     a.fail(`only round_robin is supported, got ${JSON.stringify(policy)}`);
 }
 
+/**
+ * `autopath [ZONE...] RESOLV-CONF` (CoreDNS's autopath): here RESOLV-CONF must be `@kubernetes`,
+ * the search path of the asking pod's namespace, which the record-builder's client map gives
+ * (it needs the block's `kubernetes` with `pods verified`, as CoreDNS's does). The node's search
+ * domains after the cluster's come from /etc/resolv.conf, as CoreDNS's @kubernetes reads its own.
+ */
+export function setupAutopath(a: DirectiveArgs): { zones: string[] } {
+  a.noBlock();
+  const args = a.count(1, 16, 'autopath [ZONE...] @kubernetes');
+  const source = args.at(-1) as string;
+  if (source !== '@kubernetes')
+    a.fail(
+      `only "@kubernetes" is supported as its search path (a pod's, from the client map), got ${JSON.stringify(source)}`,
+    );
+  return { zones: args.slice(0, -1) };
+}
+
 /** A plugin that takes no arguments here: `errors`, `log`, `loop`. */
 export function setupFlag(a: DirectiveArgs): true {
   a.noBlock();

@@ -1,0 +1,169 @@
+import { fileURLToPath } from 'node:url';
+import {
+  fixtures,
+  freePort,
+  type KubeObject,
+  type LaunchedProcess,
+  launchProcess,
+  loopbackNodeCacheArgs,
+  waitFor,
+} from '@cluster-dns/testkit';
+import { type DecodedMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseCluster, type Stack, startStack } from './support/stack.js';
+
+// Server-side search through the real processes on loopback: testkit's API server with pods, the
+// record-builder watching them (--pods=verified, its client map), the Pod's forwarder with
+// --autopath, and a node cache in front. Pods are told apart by their source address in
+// 127.0.0.0/8, each address a pod's IP in the API server.
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const APP = '127.0.0.5'; // testns/app: the kubelet's default search path
+const CUSTOM = '127.0.0.6'; // testns/custom: a dnsConfig of its own
+const NEIGHBOUR = '127.0.0.8'; // testns/neighbour, behind the node cache
+const OTHER = '127.0.0.9'; // other/explicit: asks testns's names by their full names
+const OUTSIDE = 'api.example.com';
+
+function podWith(namespace: string, name: string, ip: string, spec: Record<string, unknown> = {}): KubeObject {
+  const pod = fixtures.pod(namespace, name, [ip]);
+  return { ...pod, spec: { ...(pod.spec as object), ...spec } } as KubeObject;
+}
+
+const answers = (m: DecodedMessage) => m.answers.map((r) => `${r.name} ${r.target ?? r.address}`);
+
+describe('autopath: a pod’s search walk answered by the cluster’s DNS', () => {
+  let stack: Stack;
+  let nodeCache: LaunchedProcess;
+  let ncPort = 0;
+  let metricsPort = 0;
+  const ask = (from: string, name: string, port = stack.fwPort, qtype: number = QTYPE.A) =>
+    queryDns({ host: '127.0.0.1', port }, name, qtype, { localAddress: from, timeoutMs: 3000 });
+  const upstreamAsked = (name: string) =>
+    stack.upstream.queries.filter((q) => q.name.toLowerCase() === `${name}.`).length;
+
+  beforeAll(async () => {
+    metricsPort = await freePort();
+    stack = await startStack({
+      objects: [
+        ...baseCluster(),
+        podWith('testns', 'app', APP),
+        podWith('testns', 'custom', CUSTOM, { dnsConfig: { searches: ['corp.example'] } }),
+        podWith('testns', 'neighbour', NEIGHBOUR),
+        podWith('other', 'explicit', OTHER),
+      ],
+      rbArgs: ['--pods=verified'],
+      fwArgs: ['--autopath=cluster.local', '--trust-client-address-from=127.0.0.1/32', `--metrics-port=${metricsPort}`],
+      upstreamRecords: {
+        [`${OUTSIDE}.`]: [{ type: QTYPE.A, address: '192.0.2.10', ttl: 300 }],
+        'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.8', ttl: 300 }],
+      },
+    });
+    ncPort = await freePort();
+    const corefile = [
+      `cluster.local:${ncPort} {`,
+      '    bind 127.0.0.1',
+      '    cache 30',
+      `    forward . 127.0.0.1:${stack.fwPort} {`,
+      '        force_tcp',
+      '    }',
+      '}',
+      `.:${ncPort} {`,
+      '    bind 127.0.0.1',
+      '    cache 30',
+      `    forward . 127.0.0.1:${stack.fwPort}`,
+      '}',
+      '',
+    ].join('\n');
+    nodeCache = await launchProcess({
+      script: `${root}/packages/forwarder/dist/node-cache-main.js`,
+      readyMsg: 'node cache ready',
+      env: { KUBE_DNS_SERVICE_HOST: '127.0.0.1' },
+      args: await loopbackNodeCacheArgs(corefile, ['-workers=1']),
+    });
+  });
+  afterAll(async () => {
+    await nodeCache?.stop();
+    await stack?.close();
+  });
+
+  it('answers an outside name’s first step with a CNAME to it: one question where the pod would ask four', async () => {
+    const reply = await ask(APP, `${OUTSIDE}.testns.svc.cluster.local`);
+    expect(reply.flags.rcode).toBe(RCODE.NOERROR);
+    expect(answers(reply)).toEqual([`${OUTSIDE}.testns.svc.cluster.local. ${OUTSIDE}.`, `${OUTSIDE}. 192.0.2.10`]);
+    // AAAA through the same step: NODATA behind the same CNAME.
+    const aaaa = await ask(APP, `${OUTSIDE}.testns.svc.cluster.local`, stack.fwPort, QTYPE.AAAA);
+    expect([aaaa.flags.rcode, aaaa.answers.map((r) => r.target)]).toEqual([RCODE.NOERROR, [`${OUTSIDE}.`]]);
+    expect(upstreamAsked(OUTSIDE)).toBe(2);
+    // And again from the cache: the steps are cached, the walk is not (the upstream is not asked).
+    expect(answers(await ask(APP, `${OUTSIDE}.testns.svc.cluster.local`))).toHaveLength(2);
+    expect(upstreamAsked(OUTSIDE)).toBe(2);
+  });
+
+  it('finds a short name in another namespace, and answers a name of the pod’s own namespace as it is', async () => {
+    expect(answers(await ask(APP, 'web.shop.testns.svc.cluster.local'))).toEqual([
+      'web.shop.testns.svc.cluster.local. web.shop.svc.cluster.local.',
+      'web.shop.svc.cluster.local. 10.96.1.10',
+    ]);
+    const none = await ask(APP, 'nothing.example.testns.svc.cluster.local');
+    expect([none.flags.rcode, none.answers.length]).toEqual([RCODE.NXDOMAIN, 0]);
+  });
+
+  it('walks for nobody else: a pod with its own dnsConfig, an unknown address, a pod of another namespace', async () => {
+    for (const from of [CUSTOM, '127.0.0.77'])
+      expect((await ask(from, `${OUTSIDE}.testns.svc.cluster.local`)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    // The other pod asks testns's name explicitly: the name as it is, never the walk made for APP.
+    expect((await ask(OTHER, `${OUTSIDE}.testns.svc.cluster.local`)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(
+      Number(/clusterdns_forwarder_autopath_total\{result="skipped"\} (\d+)/.exec(text)?.[1]),
+    ).toBeGreaterThanOrEqual(3);
+  });
+
+  it('follows a Service created after a walk found nothing: the change is pushed through the walk’s steps', async () => {
+    const name = 'fresh.shop.testns.svc.cluster.local';
+    expect((await ask(APP, name)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    stack.api.apply(
+      fixtures.service('shop', 'fresh', { clusterIPs: ['10.96.1.77'], ports: [{ name: 'http', port: 80 }] }),
+    );
+    let last: DecodedMessage | undefined;
+    await waitFor(
+      async () => {
+        last = await ask(APP, name);
+        return last.answers.length === 2;
+      },
+      { what: 'the new Service through the walk', seen: () => last && answers(last) },
+    );
+    expect(last && answers(last)).toEqual([
+      `${name}. fresh.shop.svc.cluster.local.`,
+      'fresh.shop.svc.cluster.local. 10.96.1.77',
+    ]);
+  });
+
+  it('behind the node cache: walks for the pod it names, and the node cache serves that answer to nobody else', async () => {
+    const reply = await ask(NEIGHBOUR, `${OUTSIDE}.testns.svc.cluster.local`, ncPort);
+    expect(answers(reply)).toEqual([`${OUTSIDE}.testns.svc.cluster.local. ${OUTSIDE}.`, `${OUTSIDE}. 192.0.2.10`]);
+    // The same name from a pod of another namespace, through the same node cache: not the walk.
+    expect((await ask(OTHER, `${OUTSIDE}.testns.svc.cluster.local`, ncPort)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    // A forged name from a pod straight to the Pod's forwarder is not believed: the pod is itself.
+    expect((await ask(CUSTOM, `${OUTSIDE}.testns.svc.cluster.local`)).flags.rcode).toBe(RCODE.NXDOMAIN);
+  });
+
+  it('never walks for an address’s old pod: a reused address is the new pod’s once the change is pushed', async () => {
+    const name = `${OUTSIDE}.testns.svc.cluster.local`;
+    expect(answers(await ask(APP, name))).toHaveLength(2);
+    stack.api.remove('Pod', 'testns', 'app');
+    stack.api.apply(podWith('other', 'reborn', APP));
+    let rcode = -1;
+    await waitFor(
+      async () => {
+        rcode = (await ask(APP, name)).flags.rcode;
+        return rcode === RCODE.NXDOMAIN;
+      },
+      { what: 'the old pod’s walk to stop', seen: () => rcode },
+    );
+    expect(answers(await ask(APP, `${OUTSIDE}.other.svc.cluster.local`))).toEqual([
+      `${OUTSIDE}.other.svc.cluster.local. ${OUTSIDE}.`,
+      `${OUTSIDE}. 192.0.2.10`,
+    ]);
+  });
+});
