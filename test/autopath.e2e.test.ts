@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
 import {
   fixtures,
@@ -8,7 +9,20 @@ import {
   loopbackNodeCacheArgs,
   waitFor,
 } from '@cluster-dns/testkit';
-import { type DecodedMessage, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import {
+  buildQueryMessage,
+  CLIENT_ADDRESS_OPTION,
+  type DecodedMessage,
+  decodeMessage,
+  encodeClientAddress,
+  encodeMessage,
+  encodeOptRecord,
+  exchangeRaw,
+  OPT_RECORD_BYTES,
+  QTYPE,
+  queryDns,
+  RCODE,
+} from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseCluster, type Stack, startStack } from './support/stack.js';
 
@@ -144,8 +158,24 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
     expect(answers(reply)).toEqual([`${OUTSIDE}.testns.svc.cluster.local. ${OUTSIDE}.`, `${OUTSIDE}. 192.0.2.10`]);
     // The same name from a pod of another namespace, through the same node cache: not the walk.
     expect((await ask(OTHER, `${OUTSIDE}.testns.svc.cluster.local`, ncPort)).flags.rcode).toBe(RCODE.NXDOMAIN);
-    // A forged name from a pod straight to the Pod's forwarder is not believed: the pod is itself.
-    expect((await ask(CUSTOM, `${OUTSIDE}.testns.svc.cluster.local`)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    // A pod of another namespace naming a testns pod itself, straight to the Pod's forwarder: not
+    // believed (it is not a node), so not walked, and counted.
+    const plain = encodeMessage(
+      buildQueryMessage(7, `${OUTSIDE}.testns.svc.cluster.local`, QTYPE.A, { edns: { udpSize: 1232 } }),
+    );
+    const opt = encodeOptRecord({
+      udpSize: 1232,
+      option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(NEIGHBOUR) },
+    });
+    const forged = Buffer.concat([plain.subarray(0, plain.length - OPT_RECORD_BYTES), opt]);
+    const notWalked = decodeMessage(
+      await exchangeRaw({ host: '127.0.0.1', port: stack.fwPort }, forged, { localAddress: OTHER, timeoutMs: 3000 }),
+    );
+    expect(notWalked.flags.rcode).toBe(RCODE.NXDOMAIN);
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(
+      Number(/clusterdns_forwarder_client_identity_total\{result="forged"\} (\d+)/.exec(text)?.[1]),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('never walks for an address’s old pod: a reused address is the new pod’s once the change is pushed', async () => {

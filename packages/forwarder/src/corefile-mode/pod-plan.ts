@@ -156,7 +156,7 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     if (block.autopath) {
       const at = { line: block.lines.get('autopath') ?? block.line };
       // CoreDNS's @kubernetes needs `pods verified` for the asker's namespace; ours, for the client map.
-      if (!k || k.pods !== 'verified')
+      if (k?.pods !== 'verified')
         fail(at, 'autopath: @kubernetes needs this block’s kubernetes plugin with "pods verified"', source);
       autopathZone = (k.zones ?? zones)[0];
     }
