@@ -1,6 +1,6 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11,12] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
 // beside ours, interleaved in the same rounds (cases 1 and 3), and under the same attacks (case
 // 10): "no regression" and "before" are measured, not remembered.
@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, startApiServer } from '@cluster-dns/testkit';
+import { runAutopath } from './autopath.mjs';
 import { runCacheMemory } from './cache-memory.mjs';
 import { writeCharts } from './charts.mjs';
 import { runPortEntropy } from './entropy.mjs';
@@ -296,6 +297,9 @@ if (want(10))
     seconds: quick ? 5 : seconds,
     baselines,
   });
+
+// ---- case 12: server-side search (autopath): queries per lookup and cold latency from real pods (bench/autopath.mjs)
+if (want(12)) await runAutopath({ row, notes, quick });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);

@@ -37,6 +37,21 @@ describe('upstream-cli', () => {
     }
   });
 
+  it('answers after --delay: an upstream that far away', async () => {
+    const upstream = await launchProcess({
+      script: CLI,
+      args: ['--port=0', '--delay=300ms', '--records={"far.example.org.":[{"type":1,"address":"192.0.2.9"}]}'],
+    });
+    try {
+      const started = performance.now();
+      const reply = await queryDns({ host: '127.0.0.1', port: Number(upstream.ready.port) }, 'far.example.org', QTYPE.A);
+      expect(reply.answers).toHaveLength(1);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    } finally {
+      await upstream.stop();
+    }
+  });
+
   it('names the flag and the file when the file cannot be read or is not JSON, and exits non-zero', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cdns-upstream-'));
     const missing = join(dir, 'absent.json');

@@ -26,6 +26,7 @@ const flags = {
     }
     return parseRecords(text, name, 'a file holding a JSON object of name → [record, …]', raw);
   }),
+  delay: flag.duration('answer every query after this long (an upstream that far away)', 0),
   v: flag.int('log verbosity; 4 or more logs each query', 0, { min: 0 }),
 };
 
@@ -47,6 +48,7 @@ await runMain(
         host: values.host,
         port: values.port,
         records: { ...values.records, ...values['records-file'] },
+        ...(values.delay > 0 ? { delayMs: values.delay } : {}),
       });
       log.info('ready', { host: upstream.host, port: upstream.port });
       return { shutdown: () => upstream.close() };

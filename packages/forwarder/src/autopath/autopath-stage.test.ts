@@ -145,14 +145,24 @@ describe('autopath: a pod’s search walk done on the server', () => {
     expect(reply.answers.map((r) => r.target ?? r.address)).toEqual(['web.other.svc.cluster.local.', '10.96.0.20']);
   });
 
-  it('answers a first step that exists as it is, with no CNAME', async () => {
+  it('answers a first step that exists as it is, with no CNAME, and asks the other cluster steps beside it, never the outside ones', async () => {
     const w = walker();
     const reply = await w.ask('web.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
     expect(reply.answers.map((r) => [r.name, r.address])).toEqual([['web.testns.svc.cluster.local.', '10.96.0.21']]);
+    // The cluster's steps go at once (one round trip to the record-builder, each kept by the cache).
     expect(w.asked.map((q) => q.name)).toEqual([
       '10-244-1-5.client.dns.cluster.local.',
       'web.testns.svc.cluster.local.',
+      'web.svc.cluster.local.',
+      'web.cluster.local.',
     ]);
+  });
+
+  it('never sends a name the cluster has to the upstreams', async () => {
+    const w = walker(['corp.example']);
+    await w.ask('web.other.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(w.asked.map((q) => q.name)).not.toContain('web.other.');
+    expect(w.asked.map((q) => q.name)).not.toContain('web.other.corp.example.');
   });
 
   it('answers NXDOMAIN for a name at no step, so the pod walks on as without autopath', async () => {
