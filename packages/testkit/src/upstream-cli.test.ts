@@ -44,7 +44,11 @@ describe('upstream-cli', () => {
     });
     try {
       const started = performance.now();
-      const reply = await queryDns({ host: '127.0.0.1', port: Number(upstream.ready.port) }, 'far.example.org', QTYPE.A);
+      const reply = await queryDns(
+        { host: '127.0.0.1', port: Number(upstream.ready.port) },
+        'far.example.org',
+        QTYPE.A,
+      );
       expect(reply.answers).toHaveLength(1);
       expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     } finally {
