@@ -13,8 +13,10 @@ import {
   type RawHandler,
   RCODE,
   type Rejection,
+  toFqdn,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
+import { AclStage } from './acl/acl-stage.js';
 import { AutopathStage } from './autopath/autopath-stage.js';
 import { firstStepTest } from './autopath/search-path.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from './cache.js';
@@ -64,7 +66,13 @@ export interface ForwarderDeps {
    * cache and hand it the rest; /metrics is the pool's (this one's series labelled `worker`), its
    * CHAOS statistics add the lanes' hits, and new per-client limits go to the lanes too.
    */
-  pooled?: { worker: string; laneHits(): number; onLimits(limits: ClientLimits): void };
+  pooled?: {
+    worker: string;
+    laneHits(): number;
+    onLimits(limits: ClientLimits): void;
+    /** Told whether every query must take this chain (an `acl`): the lanes then answer no hit. */
+    setChainOnly?(on: boolean): void;
+  };
   /**
    * The cache, when not one of this forwarder's own (ReplyCache, bounded by entries): the process's
    * shared store (shared-cache/), which a pool's lanes read too.
@@ -118,6 +126,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   // CoreDNS's forward does, before the 30 s after which our own Pod side closes them.
   const upstreamTcp = createUpstreamTcp({ idleTimeoutMs: 10_000 });
 
+  let aclsStand = false;
   const config = createConfigReloader({
     read: () => readConfigSources(options.configDir, options.resolvFile, deps.config?.files),
     rules: options.rules,
@@ -132,6 +141,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       deps.pooled?.onLimits(limits);
     },
     onApplied: (next) => {
+      // An acl must see every query: no hit is answered before the chain while one stands.
+      aclsStand = next.plugins.acls.length > 0;
+      deps.pooled?.setChainOnly?.(aclsStand);
       // Cached answers of routes that did not change stay valid.
       const dropped = cache.dropStale((name) => next.routeFor(name).id);
       if (options.loopDetect && listeners.length > 0) void loops.check(next.servers());
@@ -214,16 +226,22 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const chaos = new ChaosStage(stats);
   const rewrite = new RewriteStage(() => config.routes().plugins.rewrites);
   const hosts = new HostsStage(() => config.routes().plugins.hosts);
+  // Who asked: the sender, or the pod a trusted node cache names (acl and autopath judge that pod).
+  const askerOf = (request: ForwarderRequest) => door.askerOf(request.query.raw, request.context.remoteAddress);
+  const acl = new AclStage(
+    () => config.routes().plugins.acls,
+    askerOf,
+    options.clusterZone ?? options.autopath?.zone ?? toFqdn('cluster.local'),
+  );
   // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
-  const autopath = options.autopath
-    ? new AutopathStage(options.autopath, (request) => door.askerOf(request.query.raw, request.context.remoteAddress))
-    : undefined;
+  const autopath = options.autopath ? new AutopathStage(options.autopath, askerOf) : undefined;
   const chain = chainStages<ForwarderRequest>(
     [
       notify,
       relay,
       chaos,
       new LoopGuardStage(loops),
+      acl,
       ...(autopath ? [autopath] : []),
       cacheStage,
       rewrite,
@@ -258,6 +276,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     upstreamTcp: () => ({ open: upstreamTcp.connections(), opened: upstreamTcp.opened }),
     tcp: () => tcpCountsOf(listeners),
     ...(autopath ? { autopath: autopath.counts } : {}),
+    acl: acl.counts,
   });
   const handler = createQueryPipeline({
     handle: chain,
@@ -294,7 +313,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         cacheStage,
         queries,
         udpPayloadBytes: options.ednsPacketMax,
-        bypass: loops.outstanding,
+        bypass: () => aclsStand || loops.outstanding(),
         ...(options.autopath ? { leaveToChain: firstStepTest(options.autopath) } : {}),
       });
 

@@ -10,6 +10,7 @@ import {
 } from '@cluster-dns/runtime';
 import type { DnsListener, TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
+import type { AclCounts } from './acl/acl-stage.js';
 import type { AutopathCounts } from './autopath/autopath-stage.js';
 import type { AnswerCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
@@ -60,6 +61,8 @@ export interface ForwarderMetricSources {
   upstreamTcp(): { open: number; opened: number };
   /** Server-side search's counts (--autopath); undefined when it is off. */
   autopath?: AutopathCounts;
+  /** A Corefile acl's decisions. */
+  acl: AclCounts;
 }
 
 /**
@@ -216,6 +219,13 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Questions given up (SERVFAIL) to make room for newer ones in their route’s full share, by route (--jostle-timeout).',
     ['route'],
     () => [...budget.counts.jostled].map(([route, n]) => [{ route }, n]),
+  );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_acl_total',
+    'Queries a Corefile acl decided, by action: allow, block (REFUSED), filter (an empty NOERROR), drop (no reply). Queries under no acl are not counted.',
+    ['action'],
+    () => (['allow', 'block', 'filter', 'drop'] as const).map((action) => [{ action }, sources.acl[action]]),
   );
   const { autopath } = sources;
   if (autopath)

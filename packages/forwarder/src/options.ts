@@ -266,6 +266,8 @@ export interface ForwarderOptions {
   readonly listenFlags?: string;
   /** --autopath: server-side search of the cluster's default search path (autopath/). */
   readonly autopath?: AutopathSettings;
+  /** The cluster zone, where the record-builder's client map is (a Corefile's kubernetes zone); cluster.local by default. */
+  readonly clusterZone?: Fqdn;
 }
 
 /** The search line of the node's resolv.conf, read once at start (none when it cannot be read). */

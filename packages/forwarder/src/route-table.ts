@@ -1,5 +1,6 @@
 import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
+import type { ScopedAcl } from './acl/acl-stage.js';
 import type { RouteCache } from './cache-policy.js';
 import type { HostsTable } from './plugins/hosts-table.js';
 import type { ScopedRewrites } from './plugins/name-rewrite.js';
@@ -11,9 +12,11 @@ export interface CorefilePlugins {
   readonly hosts: readonly HostsTable[];
   /** Zones whose answers turn the order of their A and AAAA records. */
   readonly loadbalance: readonly Fqdn[];
+  /** `acl` blocks: who may ask what, by zone (acl/acl-stage.ts). */
+  readonly acls: readonly ScopedAcl[];
 }
 
-const NO_PLUGINS: CorefilePlugins = { rewrites: [], hosts: [], loadbalance: [] };
+const NO_PLUGINS: CorefilePlugins = { rewrites: [], hosts: [], loadbalance: [], acls: [] };
 
 export type RouteKind = 'server' | 'stub' | 'upstream' | 'local';
 

@@ -47,7 +47,7 @@ function sourcesOf(plan: PodPlan, raw: RawConfig): RouteSources {
       cache: root?.cache ?? 'off',
       policy: root?.policy ?? 'random',
     },
-    plugins: { rewrites: plan.rewrites, hosts, loadbalance: plan.loadbalance },
+    plugins: { rewrites: plan.rewrites, hosts, loadbalance: plan.loadbalance, acls: plan.acls },
   };
 }
 
@@ -94,6 +94,7 @@ export async function corefileForwarder(
     prefetchHits: plan.prefetchHits ?? 0,
     lameduckMs: plan.lameduckMs ?? flags.lameduckMs,
     listenFlags: `${path}: its server blocks' keys and bind`,
+    ...(plan.clusterZone ? { clusterZone: plan.clusterZone } : {}),
     // autopath @kubernetes: the node's search domains from /etc/resolv.conf, as CoreDNS's (dnsPolicy Default).
     ...(plan.autopathZone
       ? { autopath: { zone: plan.autopathZone, extraSearch: resolvSearchOf(resolvFileOf(plan) ?? '/etc/resolv.conf') } }

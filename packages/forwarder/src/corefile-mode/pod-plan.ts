@@ -1,5 +1,6 @@
 import type { CacheConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
+import { type ScopedAcl, scopedAcl } from '../acl/acl-stage.js';
 import type { CachePolicy, RouteCache } from '../cache-policy.js';
 import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
 import type { ScopedHosts } from '../plugins/hosts-table.js';
@@ -27,6 +28,10 @@ export interface PodPlan extends ProcessPlan {
   readonly loadbalance: readonly Fqdn[];
   /** `autopath @kubernetes`: the kubernetes zone whose pods' search paths are walked (autopath/). */
   readonly autopathZone?: Fqdn;
+  /** Each block's `acl`, for the names it serves. */
+  readonly acls: readonly ScopedAcl[];
+  /** The kubernetes plugin's first zone: where the client map is (acl's `namespace`). */
+  readonly clusterZone?: Fqdn;
 }
 
 const under = (name: Fqdn, zones: readonly Fqdn[]) => zones.some((z) => isInZone(name, z));
@@ -61,7 +66,16 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
   const hosts: ScopedHosts[] = [];
   const loadbalance: Fqdn[] = [];
   let autopathZone: Fqdn | undefined;
+  let clusterZone: Fqdn | undefined;
+  const acls: ScopedAcl[] = [];
   for (const block of servers) {
+    if (block.acl)
+      acls.push(
+        scopedAcl(
+          block.acl,
+          block.keys.map((k) => k.zone),
+        ),
+      );
     const zones = block.keys.map((k) => k.zone);
     settings.take(block);
     const cache = block.cache;
@@ -95,6 +109,7 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
       if (kubernetesSeen)
         fail(k, `kubernetes: one kubernetes plugin per Corefile (line ${kubernetesSeen.line} has one)`, source);
       kubernetesSeen = k;
+      clusterZone = (k.zones ?? zones)[0];
       // The multicluster zones are the kubernetes plugin's too (CoreDNS asks they be among its zones).
       const kZones = [...new Set([...(k.zones ?? zones), ...k.multicluster])];
       for (const zone of kZones) {
@@ -182,5 +197,7 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     hosts,
     loadbalance,
     ...(autopathZone ? { autopathZone } : {}),
+    acls,
+    ...(clusterZone ? { clusterZone } : {}),
   };
 }

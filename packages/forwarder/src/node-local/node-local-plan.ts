@@ -1,5 +1,6 @@
 import type { ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
+import { type ScopedAcl, scopedAcl } from '../acl/acl-stage.js';
 import type { RouteCache } from '../cache-policy.js';
 import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
 import type { ServerRule } from '../server-flag.js';
@@ -23,6 +24,8 @@ export interface NodeLocalPlan extends ProcessPlan {
   readonly rules: readonly ServerRule[];
   /** The `.` block; undefined when there is none (then names outside every zone are REFUSED). */
   readonly root: ZonePlan | undefined;
+  /** Each block's `acl`, for the names it serves. */
+  readonly acls: readonly ScopedAcl[];
 }
 
 /**
@@ -37,7 +40,15 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
   let prefetchHits: number | undefined;
   let forwardMax: number | undefined;
   const zones: ZonePlan[] = [];
+  const acls: ScopedAcl[] = [];
   for (const block of servers) {
+    if (block.acl)
+      acls.push(
+        scopedAcl(
+          block.acl,
+          block.keys.map((k) => k.zone),
+        ),
+      );
     logQueries ||= block.log;
     loopDetect ||= block.loop;
     const cache = block.cache && routeCacheOf(block.cache);
@@ -101,5 +112,6 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
     prefetchHits,
     reloadMs,
     forwardMax,
+    acls,
   };
 }

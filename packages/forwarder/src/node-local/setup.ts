@@ -45,6 +45,7 @@ function sourcesOf(
     resolvConf: root && !rootServers ? raw.resolvConf : [],
     upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off', policy: root?.policy ?? 'random' },
     clientLimits,
+    plugins: { rewrites: [], hosts: [], loadbalance: [], acls: plan.acls },
   };
 }
 

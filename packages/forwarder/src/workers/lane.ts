@@ -35,6 +35,8 @@ export interface LaneData {
   cacheMemory: SharedArrayBuffer;
   /** One float64 per worker: the hits each lane answered, which the main thread's CHAOS statistics add. */
   laneHits: SharedArrayBuffer;
+  /** One int32, 1 while every query must take worker 0's chain (a Corefile `acl`): no hit is answered here then. */
+  chainOnly: SharedArrayBuffer;
   maxStaleSeconds: number;
   prefetchHits: number;
   ednsPacketMax: number;
@@ -58,6 +60,7 @@ export function laneDataOf(
     port: number;
     cacheMemory: SharedArrayBuffer;
     laneHits: SharedArrayBuffer;
+    chainOnly: SharedArrayBuffer;
   },
 ): LaneData {
   return {
@@ -136,11 +139,12 @@ export async function serveAsLane(): Promise<void> {
     const serverLabel = () => serverLabelOf(data.addresses, data.port);
     const queries = new ServerQueryCounts(() => ({ server: serverLabel(), zone: '.' }));
     const hits = new Float64Array(data.laneHits);
+    const chainOnly = new Int32Array(data.chainOnly);
     const hitLane = createHitLane({
       cacheStage,
       queries,
       udpPayloadBytes: data.ednsPacketMax,
-      bypass: () => false,
+      bypass: () => Atomics.load(chainOnly, 0) !== 0,
       ...(data.autopath ? { leaveToChain: firstStepTest(data.autopath) } : {}),
     });
     // Logging every query needs the whole way: the lane then answers nothing itself.

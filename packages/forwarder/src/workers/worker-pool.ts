@@ -30,6 +30,8 @@ export interface LeaderShared {
   laneHits(): number;
   /** Called with the per-client limits whenever the ConfigMap changes them: the lanes take them too. */
   onLimits(limits: ClientLimits): void;
+  /** Whether every query must take worker 0's chain (a Corefile `acl`): the lanes then answer no hit themselves. */
+  setChainOnly(on: boolean): void;
   log: Logger;
 }
 
@@ -54,10 +56,10 @@ export function checkWorkers(flag: string, workers: number): void {
 
 /** Worker 0 as the shells build it: the forwarder they would run alone, bound beside the lanes. */
 export function forwarderLeader(options: ForwarderOptions, config?: ForwarderDeps['config']): LeaderFactory {
-  return ({ sharedCache, laneHits, onLimits, log }) =>
+  return ({ sharedCache, laneHits, onLimits, setChainOnly, log }) =>
     createForwarder(
       { ...options, reusePort: true },
-      { log, pooled: { worker: '0', laneHits, onLimits }, sharedCache, ...(config ? { config } : {}) },
+      { log, pooled: { worker: '0', laneHits, onLimits, setChainOnly }, sharedCache, ...(config ? { config } : {}) },
     );
 }
 
@@ -106,6 +108,8 @@ export function createWorkerPool(options: {
   const sharedCache = sharedStoreFor(forwarderOptions);
   const cacheMemory = sharedCache.memory;
   const laneHits = new SharedArrayBuffer(8 * count);
+  const chainOnlyMemory = new SharedArrayBuffer(4);
+  const chainOnly = new Int32Array(chainOnlyMemory);
   const hitsOfLanes = new Float64Array(laneHits);
   const leader = options.leader({
     sharedCache,
@@ -114,6 +118,7 @@ export function createWorkerPool(options: {
       limits = next;
       for (const lane of lanes) lane?.postMessage({ t: 'limits', limits: next } satisfies ToLane);
     },
+    setChainOnly: (on) => Atomics.store(chainOnly, 0, on ? 1 : 0),
     log: log.child({ worker: 0 }),
   });
   let leaderServing = false;
@@ -148,7 +153,15 @@ export function createWorkerPool(options: {
     new Promise((resolve, reject) => {
       const data: LaneData = laneDataOf(
         { ...forwarderOptions, isolation: { ...forwarderOptions.isolation, limits } },
-        { program: options.program, index, logLevel: log.level, port, cacheMemory, laneHits },
+        {
+          program: options.program,
+          index,
+          logLevel: log.level,
+          port,
+          cacheMemory,
+          laneHits,
+          chainOnly: chainOnlyMemory,
+        },
       );
       const lane = new Worker(options.workerScript ?? LANE_SCRIPT, { workerData: data });
       let ready = false;

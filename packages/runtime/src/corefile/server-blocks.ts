@@ -2,6 +2,7 @@ import { type Fqdn, isValidName, toFqdn } from '@cluster-dns/wire';
 import type { HostPort } from '../host-port.js';
 import { DirectiveArgs } from './args.js';
 import { CorefileError, parseCorefile, type ServerBlock } from './parse.js';
+import { type AclConfig, setupAcl } from './plugins/acl.js';
 import { type CacheConfig, setupCache } from './plugins/cache.js';
 import { type ForwardConfig, setupForward } from './plugins/forward.js';
 import { type HostsConfig, setupHosts } from './plugins/hosts.js';
@@ -38,6 +39,8 @@ export interface ServerConfig {
   readonly errors: boolean;
   readonly loop: boolean;
   readonly loadbalance: boolean;
+  /** `acl`: who may ask what (its rules in order). */
+  readonly acl: AclConfig | undefined;
   /** `autopath @kubernetes`: server-side search of the pods' search paths; the zones it names, if any. */
   readonly autopath: { readonly zones: readonly string[] } | undefined;
   /** The line of each plugin named, for errors a consumer finds later. */
@@ -46,6 +49,7 @@ export interface ServerConfig {
 
 /** The plugins a mode takes; anything else in a Corefile is an error naming its line. */
 export const POD_PLUGINS = [
+  'acl',
   'autopath',
   'bind',
   'cache',
@@ -63,6 +67,7 @@ export const POD_PLUGINS = [
   'rewrite',
 ] as const;
 export const NODE_LOCAL_PLUGINS = [
+  'acl',
   'bind',
   'cache',
   'errors',
@@ -119,6 +124,7 @@ function readBlock(block: ServerBlock, source: string, allowed: readonly string[
     errors: false,
     loop: false,
     loadbalance: false,
+    acl: undefined,
     autopath: undefined,
     lines,
   };
@@ -159,6 +165,9 @@ function readBlock(block: ServerBlock, source: string, allowed: readonly string[
         break;
       case 'reload':
         config.reloadMs = setupReload(a);
+        break;
+      case 'acl':
+        config.acl = setupAcl(a);
         break;
       case 'autopath':
         config.autopath = setupAutopath(a);

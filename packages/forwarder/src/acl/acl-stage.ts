@@ -1,0 +1,113 @@
+import type { Buffer } from 'node:buffer';
+import type { AclAction, AclConfig, AclRule } from '@cluster-dns/runtime';
+import {
+  buildBareResponse,
+  cidrContains,
+  type Fqdn,
+  isInZone,
+  type Next,
+  QTYPE,
+  RCODE,
+  type Reply,
+  type Stage,
+  toFqdn,
+} from '@cluster-dns/wire';
+import type { Asker } from '../autopath/autopath-stage.js';
+import { clientEntryOf, clientMapName } from '../autopath/search-path.js';
+import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
+
+/** An `acl` block's rules and the zones they cover. */
+export interface ScopedAcl {
+  readonly zones: readonly Fqdn[];
+  readonly rules: readonly AclRule[];
+}
+
+/** A block's `acl` as the stage takes it: its own zones, or the block's. */
+export function scopedAcl(acl: AclConfig, blockZones: readonly Fqdn[]): ScopedAcl {
+  return { zones: acl.zones.length ? acl.zones.map((z) => toFqdn(z)) : blockZones, rules: acl.rules };
+}
+
+export type AclCounts = Record<AclAction, number>;
+
+/**
+ * A Corefile's `acl` (CoreDNS's acl plugin): the first rule a query matches decides whether it is
+ * answered on (allow), REFUSED (block), answered empty (filter) or dropped; a query matching none
+ * is allowed. The client is the pod a trusted node cache names, else the sender, so rules by
+ * `net` hold behind node caches too. `namespace` (ours) matches the client's namespace in the
+ * record-builder's client map, read only when a rule naming namespaces is reached; a client the
+ * map does not know matches no namespace. First in the chain after the loop guard: a refused
+ * query reaches neither the cache nor autopath.
+ */
+export class AclStage implements Stage<ForwarderRequest> {
+  readonly name = 'acl';
+  readonly counts: AclCounts = { allow: 0, block: 0, filter: 0, drop: 0 };
+
+  constructor(
+    private readonly blocks: () => readonly ScopedAcl[],
+    private readonly askerOf: (request: ForwarderRequest) => Asker,
+    /** The cluster zone whose client map names namespaces. */
+    private readonly clusterZone: Fqdn,
+  ) {}
+
+  /** The rules of the block that serves this name: the longest zone, as CoreDNS picks a block. */
+  private rulesFor(name: Fqdn): readonly AclRule[] | undefined {
+    let best: ScopedAcl | undefined;
+    let length = -1;
+    for (const block of this.blocks())
+      for (const zone of block.zones)
+        if (isInZone(name, zone) && zone.length > length) {
+          best = block;
+          length = zone.length;
+        }
+    return best?.rules;
+  }
+
+  serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
+    if (request.ownQuestion) return next(request);
+    const rules = this.rulesFor(request.query.key);
+    if (!rules?.length) return next(request);
+    const address = this.askerOf(request).address.replace(/^::ffff:(?=\d+\.)/, '');
+    const qtype = request.query.qtype;
+    const candidates = rules.filter(
+      (r) =>
+        (r.types.length === 0 || r.types.includes(qtype)) &&
+        (r.nets.length === 0 || r.nets.some((cidr) => cidrContains(cidr, address))),
+    );
+    if (candidates.every((r) => r.namespaces.length === 0)) return this.apply(candidates[0]?.action, request, next);
+    // A rule by namespace is among them: the client map says which namespace asks (a cache hit mostly).
+    const map = next(ownRequest(request, clientMapName(address, this.clusterZone), QTYPE.TXT));
+    const decide = (reply: Reply) => {
+      const namespace = clientEntryOf(reply as Buffer | undefined)?.namespace;
+      const rule = candidates.find(
+        (r) => r.namespaces.length === 0 || (namespace !== undefined && r.namespaces.includes(namespace)),
+      );
+      return this.apply(rule?.action, request, next);
+    };
+    return map instanceof Promise ? map.then(decide) : decide(map);
+  }
+
+  private apply(
+    action: AclAction | undefined,
+    request: ForwarderRequest,
+    next: Next<ForwarderRequest>,
+  ): Reply | Promise<Reply> {
+    const taken = action ?? 'allow';
+    this.counts[taken]++;
+    switch (taken) {
+      case 'allow':
+        return next(request);
+      case 'drop':
+        return undefined;
+      case 'block':
+        return buildBareResponse(request.query, RCODE.REFUSED, {
+          recursionAvailable: true,
+          udpPayloadBytes: request.udpPayloadBytes,
+        });
+      case 'filter':
+        return buildBareResponse(request.query, RCODE.NOERROR, {
+          recursionAvailable: true,
+          udpPayloadBytes: request.udpPayloadBytes,
+        });
+    }
+  }
+}

@@ -1,0 +1,92 @@
+import { fileURLToPath } from 'node:url';
+import {
+  freePort,
+  type LaunchedProcess,
+  launchProcess,
+  loopbackNodeCacheArgs,
+  node22Binary,
+  startTestUpstream,
+  type TestUpstream,
+} from '@cluster-dns/testkit';
+import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// A Corefile's acl in a node cache, through the real process on loopback, pods told apart by
+// their source address: by net, by type, and by namespace (the client map, served here by a
+// stand-in for the cluster's DNS). A name cached for an allowed pod is still refused to a blocked
+// one: no hit is answered before the acl, by worker 0 or by a lane.
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const node22 = node22Binary();
+const shapes = [
+  { workers: 1, skip: false },
+  { workers: 2, skip: 'unavailable' in node22 },
+];
+
+describe.each(shapes)('acl in a node cache, -workers=$workers', ({ workers, skip }) => {
+  let cluster: TestUpstream;
+  let nodeCache: LaunchedProcess;
+  let port = 0;
+  let metricsPort = 0;
+  const ask = (from: string, name: string, qtype: number = QTYPE.A) =>
+    queryDns({ host: '127.0.0.1', port }, name, qtype, { localAddress: from, timeoutMs: 1500 }).then(
+      (m) => m.flags.rcode,
+      () => 'dropped',
+    );
+
+  beforeAll(async () => {
+    if (skip) return;
+    cluster = await startTestUpstream({
+      records: {
+        'web.shop.svc.cluster.local.': [{ type: QTYPE.A, address: '10.96.0.20' }],
+        'secret.shop.svc.cluster.local.': [{ type: QTYPE.TXT, text: ['s3cr3t'] }],
+        '127-0-0-5.client.dns.cluster.local.': [{ type: QTYPE.TXT, text: ['namespace=shop', 'search=default'] }],
+        '127-0-0-6.client.dns.cluster.local.': [{ type: QTYPE.TXT, text: ['namespace=other', 'search=default'] }],
+      },
+    });
+    port = await freePort();
+    metricsPort = await freePort();
+    const corefile = `cluster.local:${port} {
+    bind 127.0.0.1
+    acl {
+        drop net 127.0.0.66/32
+        allow namespace shop
+        block type TXT
+    }
+    cache 30
+    forward . 127.0.0.1:${cluster.port}
+    prometheus 127.0.0.1:${metricsPort}
+}
+`;
+    nodeCache = await launchProcess({
+      script: `${root}/packages/forwarder/dist/node-cache-main.js`,
+      ...(workers > 1 && 'path' in node22 ? { nodeBinary: node22.path } : {}),
+      readyMsg: 'node cache ready',
+      args: await loopbackNodeCacheArgs(corefile, [`-workers=${workers}`]),
+    });
+  });
+  afterAll(async () => {
+    await nodeCache?.stop();
+    await cluster?.close();
+  });
+
+  it.skipIf(skip)(
+    'allows by namespace, blocks by type, drops by net, and a cached answer does not slip past',
+    async () => {
+      // Asked and cached by a pod of shop, from several ports (so both workers' sockets are reached).
+      for (let i = 0; i < 8; i++)
+        expect(await ask('127.0.0.5', 'secret.shop.svc.cluster.local', QTYPE.TXT)).toBe(RCODE.NOERROR);
+      for (let i = 0; i < 8; i++)
+        expect(await ask('127.0.0.6', 'secret.shop.svc.cluster.local', QTYPE.TXT)).toBe(RCODE.REFUSED);
+      expect(await ask('127.0.0.7', 'secret.shop.svc.cluster.local', QTYPE.TXT)).toBe(RCODE.REFUSED);
+      expect(await ask('127.0.0.6', 'web.shop.svc.cluster.local')).toBe(RCODE.NOERROR);
+      expect(await ask('127.0.0.66', 'web.shop.svc.cluster.local')).toBe('dropped');
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const counted = (action: string) =>
+        [
+          ...text.matchAll(new RegExp(`^clusterdns_forwarder_acl_total\\{action="${action}"[^}]*\\} (\\d+)`, 'gm')),
+        ].reduce((n, m) => n + Number(m[1]), 0);
+      expect([counted('block'), counted('drop')]).toEqual([9, 1]);
+    },
+  );
+});
