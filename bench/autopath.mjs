@@ -126,33 +126,18 @@ export async function runAutopath({ row, notes, quick }) {
         ['--autopath=cluster.local', '--trust-client-address-from=127.0.0.1/32'],
       ),
     );
-    const nodeCache = async (bind, to, extra) => {
-      const base = join(dir, `Corefile.${bind}`);
-      writeFileSync(
-        base,
-        `cluster.local:53 {\n bind ${bind}\n cache 30\n forward . ${to}:53 {\n  force_tcp\n }\n}\n.:53 {\n bind ${bind}\n cache 30\n forward . ${to}:53\n}\n`,
-      );
-      writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
-      return launchProcess({
+    const nodeCache = async (bind, to, extra) =>
+      launchProcess({
         prefix: node.prefix,
         script: NODE_CACHE,
         readyMsg: 'node cache ready',
         env: { KUBE_DNS_SERVICE_HOST: to },
-        args: [
-          `-localip=${bind}`,
-          '-setupinterface=false',
-          '-setupiptables=false',
-          '-conf=',
-          `-basecorefile=${base}`,
-          `-kubednscm=${dir}`,
-          `-resolv-file=${join(dir, 'resolv.conf')}`,
-          `-metrics-listen-address=${bind}:9353`,
-          '-notify-listen-address=',
-          '-workers=1',
-          ...extra,
-        ],
+        args: await loopbackNodeCacheArgs(
+          `cluster.local:53 {\n bind ${bind}\n cache 30\n forward . ${to}:53 {\n  force_tcp\n }\n}\n.:53 {\n bind ${bind}\n cache 30\n forward . ${to}:53\n}\n`,
+          ['-workers=1', ...extra],
+          { localIp: bind },
+        ),
       });
-    };
     procs.push(await nodeCache('169.254.20.10', '127.0.0.2', []));
     procs.push(await nodeCache('169.254.20.11', '127.0.0.1', []));
     procs.push(await nodeCache('169.254.20.12', '127.0.0.2', ['-autopath=cluster.local']));

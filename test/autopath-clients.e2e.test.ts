@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +8,7 @@ import {
   type LaunchedProcess,
   launchProcess,
   linkNetns,
+  loopbackNodeCacheArgs,
   type Netns,
   netnsUnavailable,
   runChecked,
@@ -144,30 +145,14 @@ describe.skipIf(unavailable)('autopath with real clients in pods, kubelet’s re
       ),
     );
     procs.push(await forwarder([PODS.today.node], []));
-    const nodeCache = async (bind: string, extra: string[]) => {
-      const dir = mkdtempSync(join(tmpdir(), 'autopath-nc-'));
-      writeFileSync(join(dir, 'Corefile.base'), nodeCacheCorefile(bind));
-      writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
-      return launchProcess({
+    const nodeCache = async (bind: string, extra: string[]) =>
+      launchProcess({
         prefix: node.prefix,
         script: NODE_CACHE,
         readyMsg: 'node cache ready',
         env: { KUBE_DNS_SERVICE_HOST: '127.0.0.1' },
-        args: [
-          `-localip=${bind}`,
-          '-setupinterface=false',
-          '-setupiptables=false',
-          '-conf=',
-          `-basecorefile=${join(dir, 'Corefile.base')}`,
-          `-kubednscm=${dir}`,
-          `-resolv-file=${join(dir, 'resolv.conf')}`,
-          `-metrics-listen-address=${bind}:9353`,
-          '-notify-listen-address=',
-          '-workers=1',
-          ...extra,
-        ],
+        args: await loopbackNodeCacheArgs(nodeCacheCorefile(bind), ['-workers=1', ...extra], { localIp: bind }),
       });
-    };
     // One node cache carries the pod to the Pod's forwarder; the other walks itself.
     procs.push(await nodeCache('169.254.20.10', []));
     procs.push(await nodeCache('169.254.20.11', ['-autopath=cluster.local']));
