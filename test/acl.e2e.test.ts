@@ -62,7 +62,7 @@ describe.each(shapes)('acl in a node cache, -workers=$workers', ({ workers, skip
       script: `${root}/packages/forwarder/dist/node-cache-main.js`,
       ...(workers > 1 && 'path' in node22 ? { nodeBinary: node22.path } : {}),
       readyMsg: 'node cache ready',
-      args: await loopbackNodeCacheArgs(corefile, [`-workers=${workers}`]),
+      args: await loopbackNodeCacheArgs(corefile, [`-workers=${workers}`, '-namespace-metrics=1']),
     });
   });
   afterAll(async () => {
@@ -89,4 +89,21 @@ describe.each(shapes)('acl in a node cache, -workers=$workers', ({ workers, skip
       expect([counted('block'), counted('drop')]).toEqual([9, 1]);
     },
   );
+  it.skipIf(skip)('counts every query by the asking pod’s namespace, over every worker', async () => {
+    const series = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return Object.fromEntries(
+        [...text.matchAll(/^clusterdns_forwarder_namespace_queries_total\{namespace="([^"]+)"[^}]*\} (\d+)/gm)].map(
+          (m) => [m[1], Number(m[2])],
+        ),
+      ) as Record<string, number>;
+    };
+    const before = await series();
+    // From many source ports, so with two workers both sockets take some.
+    for (let i = 0; i < 12; i++) await ask('127.0.0.5', 'web.shop.svc.cluster.local');
+    for (let i = 0; i < 7; i++) await ask('127.0.0.6', 'web.shop.svc.cluster.local');
+    const after = await series();
+    // shop asked first (the test above): the one named series; other is every other namespace.
+    expect([(after.shop ?? 0) - (before.shop ?? 0), (after.other ?? 0) - (before.other ?? 0)]).toEqual([12, 7]);
+  });
 });

@@ -66,7 +66,12 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
         podWith('other', 'explicit', OTHER),
       ],
       rbArgs: ['--pods=verified'],
-      fwArgs: ['--autopath=cluster.local', '--trust-client-address-from=127.0.0.1/32', `--metrics-port=${metricsPort}`],
+      fwArgs: [
+        '--autopath=cluster.local',
+        '--trust-client-address-from=127.0.0.1/32',
+        `--metrics-port=${metricsPort}`,
+        '--namespace-metrics=1',
+      ],
       upstreamRecords: {
         [`${OUTSIDE}.`]: [{ type: QTYPE.A, address: '192.0.2.10', ttl: 300 }],
         'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.8', ttl: 300 }],
@@ -176,6 +181,32 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
     expect(
       Number(/clusterdns_forwarder_client_identity_total\{result="forged"\} (\d+)/.exec(text)?.[1]),
     ).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts queries by the asking pod’s namespace, behind the node cache too, in at most N series and other', async () => {
+    const series = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return Object.fromEntries(
+        [...text.matchAll(/^clusterdns_forwarder_namespace_queries_total\{namespace="([^"]+)"\} (\d+)/gm)].map((m) => [
+          m[1],
+          Number(m[2]),
+        ]),
+      ) as Record<string, number>;
+    };
+    const before = await series();
+    for (let i = 0; i < 3; i++) await ask(APP, 'web.shop.svc.cluster.local');
+    // Names the node cache has not cached, so each reaches the Pod's forwarder, naming the pod.
+    for (let i = 0; i < 2; i++) await ask(NEIGHBOUR, `counted${i}.shop.svc.cluster.local`, ncPort);
+    for (let i = 0; i < 4; i++) await ask(OTHER, 'web.shop.svc.cluster.local');
+    await ask('127.0.0.77', 'web.shop.svc.cluster.local');
+    const after = await series();
+    const moved = (ns: string) => (after[ns] ?? 0) - (before[ns] ?? 0);
+    // testns was the first namespace seen (earlier tests asked from its pods): the one named
+    // series of --namespace-metrics=1; every other namespace is "other".
+    expect(Object.keys(after).sort()).toEqual(['other', 'testns', 'unknown']);
+    expect(moved('testns')).toBeGreaterThanOrEqual(5);
+    expect(moved('other')).toBeGreaterThanOrEqual(4);
+    expect(moved('unknown')).toBeGreaterThanOrEqual(1);
   });
 
   it('never walks for an address’s old pod: a reused address is the new pod’s once the change is pushed', async () => {

@@ -1,15 +1,20 @@
+import type { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import { type ClientLimits, FlagError, type Logger, ServerCore, sleep } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
+  buildQueryMessage,
   chainStages,
   cidrContains,
   createQueryPipeline,
   createUpstreamTcp,
   createUpstreamUdp,
   type DnsListener,
+  encodeMessage,
   OPCODE,
+  parseQuery,
   QCLASS,
+  QTYPE,
   type RawHandler,
   RCODE,
   type Rejection,
@@ -18,6 +23,7 @@ import {
 import { Registry } from 'prom-client';
 import { AclStage } from './acl/acl-stage.js';
 import { AutopathStage } from './autopath/autopath-stage.js';
+import { clientEntryOf, clientMapName } from './autopath/client-map.js';
 import { firstStepTest } from './autopath/search-path.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
@@ -30,10 +36,12 @@ import type { ForwarderRequest } from './forwarder-request.js';
 import { createHitLane } from './hit-lane.js';
 import { HostsStage } from './hosts-stage.js';
 import { ClientDoor } from './isolation/client-door.js';
+import { ClientTally } from './isolation/client-tally.js';
 import { SubdomainGuardStage } from './isolation/subdomain-guard-stage.js';
 import { createLoopDetector } from './loop-detect.js';
 import { LoopGuardStage } from './loop-guard-stage.js';
 import { createForwarderMetrics, serverLabelOf, shedOf, tcpCountsOf } from './metrics.js';
+import { NamespaceTally, namespaceQueriesMetric } from './namespace-tally.js';
 import { NotifyStage } from './notify-stage.js';
 import { type ForwarderOptions, listenerSettingsOf } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
@@ -97,6 +105,10 @@ export interface Forwarder extends Serving {
   metricsJson(): ReturnType<Registry['getMetricsAsJSON']>;
   /** The query pipeline its listeners use: a pool's lanes hand it the queries they do not answer. */
   handle: RawHandler;
+  /** Queries per client its door counted (--namespace-metrics), for a pool's per-namespace series. */
+  clientTally(): { entries: Array<[string, number]>; overflow: number };
+  /** The namespace of the pod at this address, from the client map through the cache. */
+  clientNamespace(client: string): Promise<string | undefined>;
 }
 
 /**
@@ -161,11 +173,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
 
   const { isolation } = options;
   const budget = new RouteBudget(options.forwardMax, isolation.jostleMs, () => performance.now());
+  const tally = options.namespaceSeries > 0 ? new ClientTally() : undefined;
   const door = new ClientDoor(
     isolation.limits,
     options.ednsPacketMax,
     () => performance.now(),
     isolation.trustClientAddressFrom,
+    tally,
   );
   const guard = new SubdomainGuardStage(isolation.guard, {
     routes: config.routes,
@@ -228,11 +242,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const hosts = new HostsStage(() => config.routes().plugins.hosts);
   // Who asked: the sender, or the pod a trusted node cache names (acl and autopath judge that pod).
   const askerOf = (request: ForwarderRequest) => door.askerOf(request.query.raw, request.context.remoteAddress);
-  const acl = new AclStage(
-    () => config.routes().plugins.acls,
-    askerOf,
-    options.clusterZone ?? options.autopath?.zone ?? toFqdn('cluster.local'),
-  );
+  const clusterZone = options.clusterZone ?? options.autopath?.zone ?? toFqdn('cluster.local');
+  const acl = new AclStage(() => config.routes().plugins.acls, askerOf, clusterZone);
   // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
   const autopath = options.autopath ? new AutopathStage(options.autopath, askerOf) : undefined;
   const chain = chainStages<ForwarderRequest>(
@@ -250,6 +261,25 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     ],
     (request) => forward.serve(request),
   );
+
+  /** The namespace of the pod at `client`, from the client map, through this chain's cache (--namespace-metrics). */
+  const clientNamespace = async (client: string): Promise<string | undefined> => {
+    const query = parseQuery(encodeMessage(buildQueryMessage(0, clientMapName(client, clusterZone), QTYPE.TXT)));
+    const request: ForwarderRequest = {
+      query,
+      context: { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 0, family: 4 },
+      limitBytes: 65_535,
+      udpPayloadBytes: options.ednsPacketMax,
+      ownQuestion: true,
+    };
+    return clientEntryOf((await chain(request)) as Buffer | undefined)?.namespace;
+  };
+  const namespaces = options.namespaceSeries > 0 ? new NamespaceTally(options.namespaceSeries) : undefined;
+  // Alone, this forwarder shows its own; in a pool, the pool shows every worker's (worker-pool.ts).
+  if (namespaces && tally && !deps.pooled)
+    namespaceQueriesMetric(registry, namespaces, () =>
+      namespaces.refresh(tally.entries(), tally.overflow, clientNamespace),
+    );
 
   /** CoreDNS's `server` label. */
   const serverLabel = () => serverLabelOf(options.listenAddresses, boundPort());
@@ -327,6 +357,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     detectLoops: () => loops.check(config.routes().servers()),
     disabledServers: () => [...disabled],
     metricsJson: () => registry.getMetricsAsJSON(),
+    clientTally: () => ({ entries: tally?.entries() ?? [], overflow: tally?.overflow ?? 0 }),
+    clientNamespace,
     handle: handler,
     async start() {
       // A --server that is ourselves is a mistake in the flags: refuse to start, naming it.

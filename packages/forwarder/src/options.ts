@@ -170,6 +170,11 @@ export const forwarderFlags = {
     (raw, name) => domainOf(raw, name),
     { valueName: 'domain', defaultText: 'the search line of --resolv-file' },
   ),
+  'namespace-metrics': flag.int(
+    'count queries by the asking pod’s namespace (clusterdns_forwarder_namespace_queries_total), read from the record-builder’s client map (--pods=verified there): the first N namespaces seen each a series, the rest "other", clients no pod holds "unknown"; 0 = off',
+    0,
+    { min: 0, max: 1000 },
+  ),
   'trust-client-address-from': flag.list(
     'addresses (IP or CIDR) whose queries may name the pod they ask for (a node cache’s EDNS0 option, -carry-client-address): per-client limits then count that pod, not the node cache; the nodes’ addresses; none by default',
     cidrOf,
@@ -268,6 +273,8 @@ export interface ForwarderOptions {
   readonly autopath?: AutopathSettings;
   /** The cluster zone, where the record-builder's client map is (a Corefile's kubernetes zone); cluster.local by default. */
   readonly clusterZone?: Fqdn;
+  /** --namespace-metrics: the named series of queries per namespace; 0, none counted. */
+  readonly namespaceSeries: number;
 }
 
 /** The search line of the node's resolv.conf, read once at start (none when it cannot be read). */
@@ -335,6 +342,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     lameduckMs: values.lameduck,
     reusePort: false,
     transferRelayFrom: Object.freeze([...values['transfer-relay-from']]),
+    namespaceSeries: values['namespace-metrics'],
     ...(values.autopath
       ? {
           autopath: {

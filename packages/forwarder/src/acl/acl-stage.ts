@@ -13,7 +13,7 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import type { Asker } from '../autopath/autopath-stage.js';
-import { clientEntryOf, clientMapName } from '../autopath/search-path.js';
+import { clientEntryOf, clientMapName } from '../autopath/client-map.js';
 import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
 
 /** An `acl` block's rules and the zones they cover. */

@@ -15,14 +15,8 @@ import {
   type Stage,
 } from '@cluster-dns/wire';
 import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
-import {
-  type AutopathSettings,
-  clientEntryOf,
-  clientMapName,
-  type FirstStep,
-  firstStepOf,
-  restOfWalk,
-} from './search-path.js';
+import { clientEntryOf, clientMapName } from './client-map.js';
+import { type AutopathSettings, type FirstStep, firstStepOf, restOfWalk } from './search-path.js';
 
 export type { AutopathSettings };
 

@@ -1,5 +1,5 @@
-import { Buffer } from 'node:buffer';
-import { decodeMessage, type Fqdn, QTYPE, RCODE, RCODE_MASK, readName, toFqdn } from '@cluster-dns/wire';
+import type { Buffer } from 'node:buffer';
+import { type Fqdn, RCODE, RCODE_MASK, readName, toFqdn } from '@cluster-dns/wire';
 
 /**
  * The kubelet's search path for a pod with its cluster default (dnsPolicy ClusterFirst, no
@@ -45,34 +45,6 @@ export function restOfWalk(step: FirstStep, zone: Fqdn, extra: readonly Fqdn[]):
   for (const domain of extra) names.push(toFqdn(`${step.base}.${domain}`));
   names.push(toFqdn(step.base));
   return names;
-}
-
-/** `<a-b-c-d>.client.dns.<zone>`: the record-builder's client map entry for an address. */
-export function clientMapName(address: string, zone: Fqdn): Fqdn {
-  const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-  return toFqdn(`${plain.replace(/[.:]/g, '-')}.client.dns.${zone}`);
-}
-
-/** Who an address is, as the client map says. */
-export interface ClientEntry {
-  readonly namespace: string;
-  /** The kubelet's default search path (search=default); false for a pod's own dnsConfig. */
-  readonly searchDefault: boolean;
-}
-
-/** The client map's reply read: its TXT `namespace=` and `search=`, or undefined (NXDOMAIN, a failure). */
-export function clientEntryOf(reply: Buffer | undefined): ClientEntry | undefined {
-  if (!Buffer.isBuffer(reply) || reply.length < 12 || (reply.readUInt16BE(2) & 0xf) !== RCODE.NOERROR) return undefined;
-  let namespace: string | undefined;
-  let searchDefault = false;
-  for (const rr of decodeMessage(reply).answers) {
-    if (rr.type !== QTYPE.TXT) continue;
-    for (const text of rr.text ?? []) {
-      if (text.startsWith('namespace=')) namespace = text.slice('namespace='.length);
-      else if (text === 'search=default') searchDefault = true;
-    }
-  }
-  return namespace ? { namespace, searchDefault } : undefined;
 }
 
 /** The node's search domains: a resolv.conf's last `search` (or `domain`) line, as the resolver reads it. */

@@ -15,6 +15,7 @@ import {
   type Transport,
   truncateToQuestion,
 } from '@cluster-dns/wire';
+import type { ClientTally } from './client-tally.js';
 import { TokenBuckets } from './token-buckets.js';
 
 /** What the door did instead of serving, by reason. */
@@ -78,6 +79,8 @@ export class ClientDoor implements Door {
     private readonly now: () => number,
     /** Who may name the client it asks for (a node cache): --trust-client-address-from. */
     private readonly trustedFrom: readonly Cidr[] = [],
+    /** Queries counted per client (--namespace-metrics), or none. */
+    readonly tally?: ClientTally,
   ) {
     this.setLimits(limits);
   }
@@ -127,10 +130,15 @@ export class ClientDoor implements Door {
   admit(message: Buffer, address: string, transport: Transport): Buffer | null | undefined {
     const udp = transport === 'udp';
     const rate = udp ? this.limits.qps : this.limits.tcpQps;
-    if (rate === 0) return undefined;
+    if (rate === 0) {
+      if (this.tally) this.tally.count(this.clientOf(message, address));
+      return undefined;
+    }
     const buckets = udp ? this.udp : this.tcp;
     const nowMs = this.now();
-    const refused = buckets.take(this.clientOf(message, address), nowMs);
+    const client = this.clientOf(message, address);
+    this.tally?.count(client);
+    const refused = buckets.take(client, nowMs);
     if (refused === 0) return undefined;
     const slip = udp && this.limits.slip > 0 && refused % this.limits.slip === 0;
     if (!slip && udp && buckets.overForMs >= FLOOD_AFTER_MS) {

@@ -115,6 +115,11 @@ export const nodeCacheFlags = {
     '',
     { valueName: 'zone' },
   ),
+  'namespace-metrics': flag.int(
+    'count queries by the asking pod’s namespace (clusterdns_forwarder_namespace_queries_total), from the record-builder’s client map through the cluster block: the first N namespaces seen each a series, the rest "other"; 0 = off',
+    0,
+    { min: 0, max: 1000 },
+  ),
   'cache-size': flag.int(
     'answers cached at most, for every block together; 0 = the largest block’s success + denial capacity (19,968 for nodelocaldns.yaml)',
     0,

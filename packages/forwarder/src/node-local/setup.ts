@@ -154,6 +154,7 @@ export async function nodeCacheForwarder(
     reusePort: reusePortSupported(),
     // A node cache relays no transfers; it takes NOTIFY on the node's address.
     transferRelayFrom: [],
+    namespaceSeries: values['namespace-metrics'],
     listenFlags: '-localip and the Corefile’s port',
     ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
     ...(values.autopath

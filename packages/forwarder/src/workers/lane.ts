@@ -17,6 +17,7 @@ import { CacheStage } from '../cache-stage.js';
 import { createHitLane } from '../hit-lane.js';
 import type { ClientDoorCounts } from '../isolation/client-door.js';
 import { ClientDoor } from '../isolation/client-door.js';
+import { ClientTally } from '../isolation/client-tally.js';
 import { type ListenerTcpCounts, serverLabelOf, shedOf, tcpCountsOf } from '../metrics.js';
 import { type ForwarderOptions, type ListenerSettings, listenerSettingsOf } from '../options.js';
 import { ServerQueryCounts } from '../query-counts.js';
@@ -48,6 +49,8 @@ export interface LaneData {
   listener: ListenerSettings;
   /** --autopath: a cached NXDOMAIN that may be a walk's first step goes to worker 0, which walks. */
   autopath?: AutopathSettings;
+  /** --namespace-metrics above 0: the lane's door counts queries per client, for the pool's per-namespace series. */
+  tallyClients: boolean;
 }
 
 /** A lane's data from the forwarder's options (worker-pool.ts builds it for each lane). */
@@ -75,6 +78,7 @@ export function laneDataOf(
     lameduckMs: options.lameduckMs,
     listener: listenerSettingsOf(options),
     ...(options.autopath ? { autopath: options.autopath } : {}),
+    tallyClients: options.namespaceSeries > 0,
   };
 }
 
@@ -105,6 +109,9 @@ export interface LaneCounts {
   requests: Array<[Record<string, string>, number]>;
   responses: Array<[Record<string, string>, number]>;
   duration: HistogramSnapshot;
+  /** Queries per client since the lane started (--namespace-metrics), and those past the bound. */
+  clients: Array<[string, number]>;
+  clientsOverflow: number;
 }
 
 /**
@@ -133,7 +140,14 @@ export async function serveAsLane(): Promise<void> {
       logQueries: false,
       now: monotonicMs,
     });
-    const door = new ClientDoor(data.limits, data.ednsPacketMax, () => performance.now(), data.trustClientAddressFrom);
+    const tally = data.tallyClients ? new ClientTally() : undefined;
+    const door = new ClientDoor(
+      data.limits,
+      data.ednsPacketMax,
+      () => performance.now(),
+      data.trustClientAddressFrom,
+      tally,
+    );
     const server = new ServerCore({ log, lameduckMs: data.lameduckMs, lameduck: 'always' });
     const listeners: DnsListener[] = [];
     const serverLabel = () => serverLabelOf(data.addresses, data.port);
@@ -167,6 +181,8 @@ export async function serveAsLane(): Promise<void> {
       });
 
     const counts = (): LaneCounts => ({
+      clients: tally?.entries() ?? [],
+      clientsOverflow: tally?.overflow ?? 0,
       hits: cacheStage.counts.hits,
       denialHits: cacheStage.counts.denialHits,
       door: { ...door.counts },

@@ -14,6 +14,7 @@ import { type QueryContext, type Reply, reusePortSupported } from '@cluster-dns/
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
 import { serverLabelOf } from '../metrics.js';
+import { NamespaceTally, namespaceQueriesMetric } from '../namespace-tally.js';
 import type { ForwarderOptions } from '../options.js';
 import type { ForwarderStarted } from '../serving.js';
 import { type SharedAnswerStore, sharedStoreFor } from '../shared-cache/shared-answer-store.js';
@@ -219,10 +220,28 @@ export function createWorkerPool(options: {
       metricsWaiters.set(id, (counts) => {
         clearTimeout(timer);
         metricsWaiters.delete(id);
+        laneClients[index] = { entries: counts.clients, overflow: counts.clientsOverflow };
         void (shown[index] as ReturnType<typeof laneMetrics>).json(counts).then(resolve);
       });
       lane.postMessage({ t: 'metrics', id } satisfies ToLane);
     });
+
+  // Per namespace (--namespace-metrics): every worker's per-client counts, each lane's as it last
+  // reported them (a lane that misses a scrape keeps its last, so nothing is counted twice).
+  const laneClients: Array<{ entries: Array<[string, number]>; overflow: number } | undefined> = new Array(count).fill(
+    undefined,
+  );
+  if (forwarderOptions.namespaceSeries > 0) {
+    const namespaces = new NamespaceTally(forwarderOptions.namespaceSeries);
+    namespaceQueriesMetric(registry, namespaces, () => {
+      const all = [leader.clientTally(), ...laneClients.filter((c) => c !== undefined)];
+      return namespaces.refresh(
+        all.flatMap((c) => c.entries),
+        all.reduce((n, c) => n + c.overflow, 0),
+        leader.clientNamespace,
+      );
+    });
+  }
 
   // The pool's /metrics on a server core: worker 0's own is not served.
   const server = new ServerCore({ log, lameduckMs: 0, lameduck: 'always' });
