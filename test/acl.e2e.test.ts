@@ -5,6 +5,7 @@ import {
   launchProcess,
   loopbackNodeCacheArgs,
   node22Binary,
+  runCommand,
   startTestUpstream,
   type TestUpstream,
 } from '@cluster-dns/testkit';
@@ -105,5 +106,60 @@ describe.each(shapes)('acl in a node cache, -workers=$workers', ({ workers, skip
     const after = await series();
     // shop asked first (the test above): the one named series; other is every other namespace.
     expect([(after.shop ?? 0) - (before.shop ?? 0), (after.other ?? 0) - (before.other ?? 0)]).toEqual([12, 7]);
+  });
+});
+
+describe('acl in the Pod’s forwarder by flag (--acl), as kube-dns’s Deployment runs it', () => {
+  let cluster: TestUpstream;
+  let forwarder: LaunchedProcess;
+  const ask = (from: string, name: string, qtype: number = QTYPE.A) =>
+    queryDns({ host: '127.0.0.1', port: Number(forwarder.ready.port) }, name, qtype, {
+      localAddress: from,
+      timeoutMs: 1500,
+    }).then(
+      (m) => m.flags.rcode,
+      () => 'dropped',
+    );
+
+  beforeAll(async () => {
+    cluster = await startTestUpstream({
+      records: { 'web.shop.svc.cluster.local.': [{ type: QTYPE.A, address: '10.96.0.20' }] },
+    });
+    forwarder = await launchProcess({
+      script: `${root}/packages/forwarder/dist/main.js`,
+      args: [
+        '-k',
+        '--no-resolv',
+        '--listen-address=127.0.0.1',
+        '--port=0',
+        `--server=/cluster.local/127.0.0.1#${cluster.port}`,
+        '--metrics-port=0',
+        '--lameduck=0s',
+        '--acl=allow net 127.0.0.5',
+        '--acl=block type TXT ANY',
+        '--acl=drop net 127.0.0.66/32',
+      ],
+    });
+  });
+  afterAll(async () => {
+    await forwarder?.stop();
+    await cluster?.close();
+  });
+
+  it('takes the first matching rule of the flags, in order, before any cached answer', async () => {
+    expect(await ask('127.0.0.5', 'web.shop.svc.cluster.local', QTYPE.TXT)).toBe(RCODE.NOERROR);
+    expect(await ask('127.0.0.6', 'web.shop.svc.cluster.local', QTYPE.TXT)).toBe(RCODE.REFUSED);
+    expect(await ask('127.0.0.5', 'web.shop.svc.cluster.local')).toBe(RCODE.NOERROR);
+    expect(await ask('127.0.0.66', 'web.shop.svc.cluster.local')).toBe('dropped');
+    expect(await ask('127.0.0.6', 'web.shop.svc.cluster.local')).toBe(RCODE.NOERROR);
+  });
+
+  it('refuses a bad rule naming the flag', async () => {
+    const bad = await runCommand(process.execPath, [
+      `${root}/packages/forwarder/dist/main.js`,
+      '--acl=deny net 10.0.0.0/8',
+    ]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--acl.*the action must be allow, block, filter, drop/);
   });
 });

@@ -18,10 +18,11 @@ import {
   type RawHandler,
   RCODE,
   type Rejection,
+  ROOT,
   toFqdn,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { AclStage } from './acl/acl-stage.js';
+import { AclStage, type ScopedAcl } from './acl/acl-stage.js';
 import { AutopathStage } from './autopath/autopath-stage.js';
 import { clientEntryOf, clientMapName } from './autopath/client-map.js';
 import { firstStepTest } from './autopath/search-path.js';
@@ -154,7 +155,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     },
     onApplied: (next) => {
       // An acl must see every query: no hit is answered before the chain while one stands.
-      aclsStand = next.plugins.acls.length > 0;
+      aclsStand = options.acl.length > 0 || next.plugins.acls.length > 0;
       deps.pooled?.setChainOnly?.(aclsStand);
       // Cached answers of routes that did not change stay valid.
       const dropped = cache.dropStale((name) => next.routeFor(name).id);
@@ -243,7 +244,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   // Who asked: the sender, or the pod a trusted node cache names (acl and autopath judge that pod).
   const askerOf = (request: ForwarderRequest) => door.askerOf(request.query.raw, request.context.remoteAddress);
   const clusterZone = options.clusterZone ?? options.autopath?.zone ?? toFqdn('cluster.local');
-  const acl = new AclStage(() => config.routes().plugins.acls, askerOf, clusterZone);
+  // --acl's rules cover every name, ahead of a Corefile's blocks.
+  const flagAcls: readonly ScopedAcl[] = options.acl.length ? [{ zones: [ROOT], rules: options.acl }] : [];
+  const acl = new AclStage(() => [...flagAcls, ...config.routes().plugins.acls], askerOf, clusterZone);
   // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
   const autopath = options.autopath ? new AutopathStage(options.autopath, askerOf) : undefined;
   const chain = chainStages<ForwarderRequest>(

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import {
+  type AclRule,
+  aclRuleOf,
   ednsPacketMaxFlag,
   FlagError,
   type FlagValues,
@@ -170,6 +172,14 @@ export const forwarderFlags = {
     (raw, name) => domainOf(raw, name),
     { valueName: 'domain', defaultText: 'the search line of --resolv-file' },
   ),
+  acl: flag.list(
+    'who may ask what, as a Corefile acl line for every name: "ACTION [type QTYPE...] [net CIDR...] [namespace NS...]", ACTION allow, block (REFUSED), filter (empty NOERROR) or drop; repeatable, the first matching rule decides, none matching: allowed',
+    (raw, name) =>
+      aclRuleOf(raw.trim().split(/\s+/), (message) => {
+        throw new FlagError(name, raw, message);
+      }),
+    { valueName: 'rule' },
+  ),
   'namespace-metrics': flag.int(
     'count queries by the asking pod’s namespace (clusterdns_forwarder_namespace_queries_total), read from the record-builder’s client map (--pods=verified there): the first N namespaces seen each a series, the rest "other", clients no pod holds "unknown"; 0 = off',
     0,
@@ -275,6 +285,8 @@ export interface ForwarderOptions {
   readonly clusterZone?: Fqdn;
   /** --namespace-metrics: the named series of queries per namespace; 0, none counted. */
   readonly namespaceSeries: number;
+  /** --acl: rules for every name, before those of a Corefile's acl blocks. */
+  readonly acl: readonly AclRule[];
 }
 
 /** The search line of the node's resolv.conf, read once at start (none when it cannot be read). */
@@ -343,6 +355,7 @@ export function toForwarderOptions(values: FlagValues<typeof forwarderFlags>): F
     reusePort: false,
     transferRelayFrom: Object.freeze([...values['transfer-relay-from']]),
     namespaceSeries: values['namespace-metrics'],
+    acl: Object.freeze([...values.acl]),
     ...(values.autopath
       ? {
           autopath: {

@@ -155,6 +155,8 @@ export async function nodeCacheForwarder(
     // A node cache relays no transfers; it takes NOTIFY on the node's address.
     transferRelayFrom: [],
     namespaceSeries: values['namespace-metrics'],
+    // Node-local mode takes its acl from the Corefile's blocks.
+    acl: [],
     listenFlags: '-localip and the Corefile’s port',
     ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
     ...(values.autopath

@@ -36,28 +36,38 @@ export function setupAcl(a: DirectiveArgs): AclConfig {
   if (!block?.length) a.fail('needs a { … } block of rules (ACTION [type QTYPE...] [net SOURCE...] [namespace NS...])');
   const rules = block.map((d): AclRule => {
     const s = a.sub(d);
-    const action = s.oneOf(d.name, ACTIONS, 'the action');
-    const lists: Record<(typeof KEYWORDS)[number], string[]> = { type: [], net: [], namespace: [] };
-    let current: (typeof KEYWORDS)[number] | undefined;
-    for (const word of d.args) {
-      if ((KEYWORDS as readonly string[]).includes(word)) {
-        current = word as (typeof KEYWORDS)[number];
-        continue;
-      }
-      if (current === undefined) return s.fail(`expected type, net or namespace before ${JSON.stringify(word)}`);
-      lists[current].push(word);
-    }
-    const types = lists.type.includes('*')
-      ? []
-      : lists.type.map((raw): number => {
-          const type = typeFromName(raw.toUpperCase());
-          if (type === undefined || type === QTYPE.OPT) return s.fail(`${JSON.stringify(raw)} is not a record type`);
-          return type;
-        });
-    const nets = lists.net.includes('*')
-      ? []
-      : lists.net.map((raw) => parseCidr(raw) ?? s.fail(`${JSON.stringify(raw)} is not an IP address or CIDR block`));
-    return { action, types, nets, namespaces: lists.namespace, line: d.line };
+    return aclRuleOf([d.name, ...d.args], (message) => s.fail(message), d.line);
   });
   return { zones, rules };
+}
+
+/**
+ * One rule, `ACTION [type QTYPE...] [net SOURCE...] [namespace NS...]`, as words: an `acl` block's
+ * line, or the forwarder's `--acl` flag. `fail` throws naming where it came from.
+ */
+export function aclRuleOf(words: readonly string[], fail: (message: string) => never, line = 0): AclRule {
+  const [name, ...args] = words;
+  if (name === undefined || !(ACTIONS as readonly string[]).includes(name))
+    fail(`the action must be ${ACTIONS.join(', ')}; got ${JSON.stringify(name ?? '')}`);
+  const lists: Record<(typeof KEYWORDS)[number], string[]> = { type: [], net: [], namespace: [] };
+  let current: (typeof KEYWORDS)[number] | undefined;
+  for (const word of args) {
+    if ((KEYWORDS as readonly string[]).includes(word)) {
+      current = word as (typeof KEYWORDS)[number];
+      continue;
+    }
+    if (current === undefined) return fail(`expected type, net or namespace before ${JSON.stringify(word)}`);
+    lists[current].push(word);
+  }
+  const types = lists.type.includes('*')
+    ? []
+    : lists.type.map((raw): number => {
+        const type = typeFromName(raw.toUpperCase());
+        if (type === undefined || type === QTYPE.OPT) return fail(`${JSON.stringify(raw)} is not a record type`);
+        return type;
+      });
+  const nets = lists.net.includes('*')
+    ? []
+    : lists.net.map((raw) => parseCidr(raw) ?? fail(`${JSON.stringify(raw)} is not an IP address or CIDR block`));
+  return { action: name as AclAction, types, nets, namespaces: lists.namespace, line };
 }
