@@ -14,6 +14,7 @@ import {
   hasCommand,
   launchProcess,
   linkNetns,
+  loopbackNodeCacheArgs,
   netnsUnavailable,
   runChecked,
   runCommand,

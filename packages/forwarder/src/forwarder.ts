@@ -248,7 +248,13 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const flagAcls: readonly ScopedAcl[] = options.acl.length ? [{ zones: [ROOT], rules: options.acl }] : [];
   const acl = new AclStage(() => [...flagAcls, ...config.routes().plugins.acls], askerOf, clusterZone);
   // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
-  const autopath = options.autopath ? new AutopathStage(options.autopath, askerOf) : undefined;
+  const autopath = options.autopath
+    ? new AutopathStage(
+        options.autopath,
+        askerOf,
+        (name) => config.routes().routeFor(name).domain === options.autopath?.zone,
+      )
+    : undefined;
   const chain = chainStages<ForwarderRequest>(
     [
       notify,

@@ -59,12 +59,16 @@ const ZONES: Record<string, Rr[]> = {
 };
 
 /** The stage in front of a fake of everything after it; `asked` lists each question it passed on. */
-function walker(extraSearch: string[] = [], trusted = false) {
+function walker(extraSearch: string[] = [], trusted = false, servedBySchema?: (name: Fqdn) => boolean) {
   const asked: { name: Fqdn; qtype: number; own: boolean }[] = [];
-  const stage = new AutopathStage({ zone: ZONE, extraSearch: extraSearch.map((d) => toFqdn(d)) }, (request) => {
-    const named = trusted ? clientAddressOf(request.query.raw) : undefined;
-    return named ? { address: named, carried: true } : { address: request.context.remoteAddress, carried: false };
-  });
+  const stage = new AutopathStage(
+    { zone: ZONE, extraSearch: extraSearch.map((d) => toFqdn(d)) },
+    (request) => {
+      const named = trusted ? clientAddressOf(request.query.raw) : undefined;
+      return named ? { address: named, carried: true } : { address: request.context.remoteAddress, carried: false };
+    },
+    servedBySchema,
+  );
   const behind = (request: ForwarderRequest) => {
     const q = request.query;
     asked.push({ name: q.key, qtype: q.qtype, own: request.ownQuestion === true });
@@ -156,6 +160,19 @@ describe('autopath: a pod’s search walk done on the server', () => {
       'web.svc.cluster.local.',
       'web.cluster.local.',
     ]);
+  });
+
+  it('skips the <zone> step the Kubernetes schema rules out, where the zone’s own server answers it', async () => {
+    const w = walker([], false, () => true);
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(w.asked.map((q) => q.name)).not.toContain('api.example.com.cluster.local.');
+    // A typed name ending in svc or pod can exist directly under the zone: asked.
+    await w.ask('web.shop.svc.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(w.asked.map((q) => q.name)).toContain('web.shop.svc.cluster.local.');
+    // Another route serving the name (a stub domain inside the zone): asked.
+    const stub = walker([], false, () => false);
+    await stub.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, stub.from('10.244.1.5'));
+    expect(stub.asked.map((q) => q.name)).toContain('api.example.com.cluster.local.');
   });
 
   it('never sends a name the cluster has to the upstreams', async () => {

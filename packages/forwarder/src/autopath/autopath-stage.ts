@@ -66,6 +66,12 @@ export class AutopathStage implements Stage<ForwarderRequest> {
   constructor(
     private readonly settings: AutopathSettings,
     private readonly askerOf: (request: ForwarderRequest) => Asker,
+    /**
+     * True when this name goes to the cluster zone's own server (the record-builder), under
+     * which the Kubernetes DNS schema holds: below the apex only `svc`, `pod`, `dns` and
+     * `dns-version`. Undefined: assume nothing, ask every step.
+     */
+    private readonly servedBySchema?: (name: Fqdn) => boolean,
   ) {}
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
@@ -74,6 +80,17 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const step = firstStepOf(q.key, this.settings.zone);
     if (step === undefined) return next(request);
     return this.walk(request, step, next);
+  }
+
+  /**
+   * Whether the `<base>.<zone>` step is one the schema rules out: its label below the apex (the
+   * last label typed) is none of the schema's. One question fewer to the record-builder per walk
+   * (`api.example.com.cluster.local`, `web.other.cluster.local` cannot exist); kept where another
+   * route serves the name (a stub domain inside the cluster zone).
+   */
+  private cannotExist(step: FirstStep, name: Fqdn): boolean {
+    if (name !== `${step.base}.${this.settings.zone}` || this.servedBySchema?.(name) !== true) return false;
+    return !SCHEMA_TOP.has(step.base.slice(step.base.lastIndexOf('.') + 1));
   }
 
   private async walk(request: ForwarderRequest, step: FirstStep, next: Next<ForwarderRequest>): Promise<Reply> {
@@ -96,7 +113,7 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     // costs one round trip to it, not three. The steps outside (the node's domains, the name as
     // typed) are asked only when no cluster step has the name, and then at once too: a name the
     // cluster has is never sent to the upstreams.
-    const inZone = rest.filter((name) => isInZone(name, zone));
+    const inZone = rest.filter((name) => isInZone(name, zone) && !this.cannotExist(step, name));
     const outside = rest.filter((name) => !isInZone(name, zone));
     const [first, ...zoneReplies] = await Promise.all([next(request), ...inZone.map(ask)]);
     const inCluster = pickStep(inZone, zoneReplies);
@@ -113,6 +130,9 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     });
   }
 }
+
+/** The labels directly below a cluster zone that the Kubernetes DNS schema has (spec §2.1; ns.dns ours). */
+const SCHEMA_TOP = new Set(['svc', 'pod', 'dns', 'dns-version']);
 
 /** The first step, in the pod's order, whose name exists; 'failed' when one before it failed; undefined at none. */
 function pickStep(
