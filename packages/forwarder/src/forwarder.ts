@@ -22,10 +22,10 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { AclStage, type ScopedAcl } from './acl/acl-stage.js';
-import { AutopathStage } from './autopath/autopath-stage.js';
+import { AclStage, type ScopedAcl } from './acl-stage.js';
 import { clientEntryOf, clientMapName } from './autopath/client-map.js';
 import { firstStepTest } from './autopath/search-path.js';
+import { AutopathStage } from './autopath-stage.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
 import { ChaosStage } from './chaos-stage.js';

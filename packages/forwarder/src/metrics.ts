@@ -10,8 +10,8 @@ import {
 } from '@cluster-dns/runtime';
 import type { DnsListener, TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
-import type { AclCounts } from './acl/acl-stage.js';
-import type { AutopathCounts } from './autopath/autopath-stage.js';
+import type { AclCounts } from './acl-stage.js';
+import type { AutopathCounts } from './autopath-stage.js';
 import type { AnswerCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
 import type { ForwardStage } from './forward-stage.js';

@@ -1,7 +1,7 @@
 import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
-import type { ScopedAcl } from './acl/acl-stage.js';
 import type { RouteCache } from './cache-policy.js';
+import type { ScopedAcl } from './plugins/acl-rules.js';
 import type { HostsTable } from './plugins/hosts-table.js';
 import type { ScopedRewrites } from './plugins/name-rewrite.js';
 import type { ServerPolicy, ServerRule } from './server-flag.js';
@@ -12,7 +12,7 @@ export interface CorefilePlugins {
   readonly hosts: readonly HostsTable[];
   /** Zones whose answers turn the order of their A and AAAA records. */
   readonly loadbalance: readonly Fqdn[];
-  /** `acl` blocks: who may ask what, by zone (acl/acl-stage.ts). */
+  /** `acl` blocks: who may ask what, by zone (acl-stage.ts). */
   readonly acls: readonly ScopedAcl[];
 }
 

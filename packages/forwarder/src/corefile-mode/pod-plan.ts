@@ -1,8 +1,8 @@
 import type { CacheConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
-import { type ScopedAcl, scopedAcl } from '../acl/acl-stage.js';
 import type { CachePolicy, RouteCache } from '../cache-policy.js';
 import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
+import { type ScopedAcl, scopedAcl } from '../plugins/acl-rules.js';
 import type { ScopedHosts } from '../plugins/hosts-table.js';
 import type { ScopedRewrites } from '../plugins/name-rewrite.js';
 import type { ServerPolicy, ServerRule } from '../server-flag.js';

@@ -1,8 +1,8 @@
 import type { ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
-import { type ScopedAcl, scopedAcl } from '../acl/acl-stage.js';
 import type { RouteCache } from '../cache-policy.js';
 import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
+import { type ScopedAcl, scopedAcl } from '../plugins/acl-rules.js';
 import type { ServerRule } from '../server-flag.js';
 
 /** Where one zone's queries go, and how its answers are cached. */

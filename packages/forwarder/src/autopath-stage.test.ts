@@ -17,10 +17,10 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import type { ForwarderRequest } from '../forwarder-request.js';
-import { askThrough } from '../test-chain.js';
+import { firstStepOf, firstStepTest, restOfWalk, searchDomainsOf } from './autopath/search-path.js';
 import { AutopathStage } from './autopath-stage.js';
-import { firstStepOf, firstStepTest, restOfWalk, searchDomainsOf } from './search-path.js';
+import type { ForwarderRequest } from './forwarder-request.js';
+import { askThrough } from './test-chain.js';
 
 const ZONE = toFqdn('cluster.local');
 const SOA: Rr = {

@@ -9,9 +9,9 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import type { ForwarderRequest } from '../forwarder-request.js';
-import { askThrough } from '../test-chain.js';
 import { AclStage, scopedAcl } from './acl-stage.js';
+import type { ForwarderRequest } from './forwarder-request.js';
+import { askThrough } from './test-chain.js';
 
 /** The stage with one block's acl in front of an answerer that says NOERROR to all, or the client map. */
 function stageWith(block: string, carried?: string) {

@@ -1,5 +1,5 @@
 import type { Buffer } from 'node:buffer';
-import type { AclAction, AclConfig, AclRule } from '@cluster-dns/runtime';
+import type { AclAction, AclRule } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
   cidrContains,
@@ -10,22 +10,13 @@ import {
   RCODE,
   type Reply,
   type Stage,
-  toFqdn,
 } from '@cluster-dns/wire';
-import type { Asker } from '../autopath/autopath-stage.js';
-import { clientEntryOf, clientMapName } from '../autopath/client-map.js';
-import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
+import { clientEntryOf, clientMapName } from './autopath/client-map.js';
+import type { Asker } from './autopath-stage.js';
+import { type ForwarderRequest, ownRequest } from './forwarder-request.js';
+import type { ScopedAcl } from './plugins/acl-rules.js';
 
-/** An `acl` block's rules and the zones they cover. */
-export interface ScopedAcl {
-  readonly zones: readonly Fqdn[];
-  readonly rules: readonly AclRule[];
-}
-
-/** A block's `acl` as the stage takes it: its own zones, or the block's. */
-export function scopedAcl(acl: AclConfig, blockZones: readonly Fqdn[]): ScopedAcl {
-  return { zones: acl.zones.length ? acl.zones.map((z) => toFqdn(z)) : blockZones, rules: acl.rules };
-}
+export { type ScopedAcl, scopedAcl } from './plugins/acl-rules.js';
 
 export type AclCounts = Record<AclAction, number>;
 

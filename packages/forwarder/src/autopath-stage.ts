@@ -14,9 +14,9 @@ import {
   type Reply,
   type Stage,
 } from '@cluster-dns/wire';
-import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
-import { clientEntryOf, clientMapName } from './client-map.js';
-import { type AutopathSettings, type FirstStep, firstStepOf, restOfWalk } from './search-path.js';
+import { clientEntryOf, clientMapName } from './autopath/client-map.js';
+import { type AutopathSettings, type FirstStep, firstStepOf, restOfWalk } from './autopath/search-path.js';
+import { type ForwarderRequest, ownRequest } from './forwarder-request.js';
 
 export type { AutopathSettings };
 
