@@ -138,6 +138,21 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
     ).toBeGreaterThanOrEqual(3);
   });
 
+  it('keeps the client map from pods: REFUSED directly and through the node cache, though walks read it', async () => {
+    const name = `${APP.replace(/\./g, '-')}.client.dns.cluster.local`;
+    // Walks have read (and cached) this entry; a pod asking for it still gets nothing.
+    expect(answers(await ask(APP, `${OUTSIDE}.testns.svc.cluster.local`))).toHaveLength(2);
+    for (const [from, port] of [
+      [APP, stack.fwPort],
+      [OTHER, stack.fwPort],
+      [NEIGHBOUR, ncPort],
+    ] as const)
+      for (const qtype of [QTYPE.TXT, QTYPE.ANY])
+        expect([from, qtype, (await ask(from, name, port, qtype)).flags.rcode]).toEqual([from, qtype, RCODE.REFUSED]);
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(Number(/^clusterdns_forwarder_client_map_refused_total (\d+)/m.exec(text)?.[1])).toBeGreaterThanOrEqual(4);
+  });
+
   it('follows a Service created after a walk found nothing: the change is pushed through the walk’s steps', async () => {
     const name = 'fresh.shop.testns.svc.cluster.local';
     expect((await ask(APP, name)).flags.rcode).toBe(RCODE.NXDOMAIN);

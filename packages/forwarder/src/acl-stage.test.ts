@@ -23,6 +23,7 @@ function stageWith(block: string, carried?: string) {
     () => acls,
     (request) => ({ address: carried ?? request.context.remoteAddress, carried: carried !== undefined }),
     toFqdn('cluster.local'),
+    (sender) => sender === '192.168.0.10',
   );
   const ask = askThrough(
     chainStages<ForwarderRequest>([stage], (request) => {
@@ -80,6 +81,14 @@ describe('acl: who may ask what', () => {
   it('judges the pod a trusted node cache names, not the node cache', async () => {
     const s = stageWith('acl {\n block net 10.244.2.0/24\n}', '10.244.2.5');
     expect(await rcodeOf(s.ask('x.example.org', QTYPE.A, s.from('192.168.0.10')))).toBe(RCODE.REFUSED);
+  });
+
+  it('answers the client map only to whom may read it (a trusted node cache), never to a pod', async () => {
+    const s = stageWith('acl {\n allow net 10.0.0.0/8\n}');
+    const name = '10-244-1-5.client.dns.cluster.local';
+    expect(await rcodeOf(s.ask(name, QTYPE.TXT, s.from('10.244.1.7')))).toBe(RCODE.REFUSED);
+    expect(await rcodeOf(s.ask(name, QTYPE.TXT, s.from('192.168.0.10')))).toBe(RCODE.NOERROR);
+    expect(s.stage.clientMapRefused).toBe(1);
   });
 
   it('refuses a bad line naming it', () => {

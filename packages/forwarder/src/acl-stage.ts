@@ -10,6 +10,7 @@ import {
   RCODE,
   type Reply,
   type Stage,
+  toFqdn,
 } from '@cluster-dns/wire';
 import { clientEntryOf, clientMapName } from './autopath/client-map.js';
 import type { Asker } from './autopath-stage.js';
@@ -32,13 +33,20 @@ export type AclCounts = Record<AclAction, number>;
 export class AclStage implements Stage<ForwarderRequest> {
   readonly name = 'acl';
   readonly counts: AclCounts = { allow: 0, block: 0, filter: 0, drop: 0 };
+  /** Questions for the client map refused to a client that is neither this host nor a trusted node cache. */
+  clientMapRefused = 0;
+  private readonly clientMapZone: Fqdn;
 
   constructor(
     private readonly blocks: () => readonly ScopedAcl[],
     private readonly askerOf: (request: ForwarderRequest) => Asker,
     /** The cluster zone whose client map names namespaces. */
     private readonly clusterZone: Fqdn,
-  ) {}
+    /** Who may read the client map (which namespace is at which pod address): the trusted node caches, this host. */
+    private readonly mayReadClientMap: (sender: string) => boolean = () => false,
+  ) {
+    this.clientMapZone = toFqdn(`client.dns.${clusterZone}`);
+  }
 
   /** The rules of the block that serves this name: the longest zone, as CoreDNS picks a block. */
   private rulesFor(name: Fqdn): readonly AclRule[] | undefined {
@@ -55,6 +63,15 @@ export class AclStage implements Stage<ForwarderRequest> {
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     if (request.ownQuestion) return next(request);
+    // The client map says which namespace each pod address is in: for the forwarders' own reads
+    // (autopath, acl, the namespace series) and the node caches', not for any pod to list.
+    if (isInZone(request.query.key, this.clientMapZone) && !this.mayReadClientMap(request.context.remoteAddress)) {
+      this.clientMapRefused++;
+      return buildBareResponse(request.query, RCODE.REFUSED, {
+        recursionAvailable: true,
+        udpPayloadBytes: request.udpPayloadBytes,
+      });
+    }
     const rules = this.rulesFor(request.query.key);
     if (!rules?.length) return next(request);
     const address = this.askerOf(request).address.replace(/^::ffff:(?=\d+\.)/, '');

@@ -17,7 +17,7 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { firstStepOf, firstStepTest, restOfWalk, searchDomainsOf } from './autopath/search-path.js';
+import { chainFirst, firstStepOf, firstStepTest, restOfWalk, searchDomainsOf } from './autopath/search-path.js';
 import { AutopathStage } from './autopath-stage.js';
 import type { ForwarderRequest } from './forwarder-request.js';
 import { askThrough } from './test-chain.js';
@@ -308,6 +308,25 @@ describe('search-path.ts', () => {
     expect(test(query('API.example.com.TestNS.svc.cluster.local'), reply(RCODE.NXDOMAIN))).toBe(true);
     expect(test(query('web.testns.svc.cluster.local'), reply(RCODE.NOERROR))).toBe(false);
     expect(test(query('api.example.com.cluster.local'), reply(RCODE.NXDOMAIN))).toBe(false);
+  });
+
+  it('sends the chain every cached TXT or ANY of the client map, whatever autopath says', () => {
+    const query = (name: string, type: number) =>
+      encodeMessage({
+        id: 1,
+        flags: { qr: false, opcode: 0, aa: false, tc: false, rd: true, ra: false, ad: false, cd: false, rcode: 0 },
+        questions: [{ name, type, class: 1 }],
+        answers: [],
+        authorities: [],
+        additionals: [],
+      });
+    const ok = Buffer.from([0, 1, 0x81, 0x80]);
+    const test = chainFirst(ZONE);
+    const map = '10-244-1-5.Client.DNS.cluster.local';
+    expect(test(query(map, QTYPE.TXT), ok, QTYPE.TXT)).toBe(true);
+    expect(test(query(map, QTYPE.ANY), ok, QTYPE.ANY)).toBe(true);
+    expect(test(query('txt.example.org', QTYPE.TXT), ok, QTYPE.TXT)).toBe(false);
+    expect(test(query('web.shop.svc.cluster.local', QTYPE.A), ok, QTYPE.A)).toBe(false);
   });
 
   it('reads the node’s search domains from a resolv.conf: the last search or domain line', () => {

@@ -19,12 +19,11 @@ import {
   RCODE,
   type Rejection,
   ROOT,
-  toFqdn,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { AclStage, type ScopedAcl } from './acl-stage.js';
 import { clientEntryOf, clientMapName } from './autopath/client-map.js';
-import { firstStepTest } from './autopath/search-path.js';
+import { chainFirst } from './autopath/search-path.js';
 import { AutopathStage } from './autopath-stage.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from './cache.js';
 import { CacheStage, type CacheStageCounts } from './cache-stage.js';
@@ -44,7 +43,7 @@ import { LoopGuardStage } from './loop-guard-stage.js';
 import { createForwarderMetrics, serverLabelOf, shedOf, tcpCountsOf } from './metrics.js';
 import { NamespaceTally, namespaceQueriesMetric } from './namespace-tally.js';
 import { NotifyStage } from './notify-stage.js';
-import { type ForwarderOptions, listenerSettingsOf } from './options.js';
+import { clusterZoneOf, type ForwarderOptions, listenerSettingsOf } from './options.js';
 import { ServerQueryCounts } from './query-counts.js';
 import { RewriteStage } from './rewrite-stage.js';
 import { RouteBudget } from './route-budget.js';
@@ -243,10 +242,15 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const hosts = new HostsStage(() => config.routes().plugins.hosts);
   // Who asked: the sender, or the pod a trusted node cache names (acl and autopath judge that pod).
   const askerOf = (request: ForwarderRequest) => door.askerOf(request.query.raw, request.context.remoteAddress);
-  const clusterZone = options.clusterZone ?? options.autopath?.zone ?? toFqdn('cluster.local');
+  const clusterZone = clusterZoneOf(options);
   // --acl's rules cover every name, ahead of a Corefile's blocks.
   const flagAcls: readonly ScopedAcl[] = options.acl.length ? [{ zones: [ROOT], rules: options.acl }] : [];
-  const acl = new AclStage(() => [...flagAcls, ...config.routes().plugins.acls], askerOf, clusterZone);
+  const acl = new AclStage(
+    () => [...flagAcls, ...config.routes().plugins.acls],
+    askerOf,
+    clusterZone,
+    (sender) => sender === '127.0.0.1' || sender === '::1' || sender === '::ffff:127.0.0.1' || door.trusts(sender),
+  );
   // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
   const autopath = options.autopath
     ? new AutopathStage(
@@ -316,6 +320,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     tcp: () => tcpCountsOf(listeners),
     ...(autopath ? { autopath: autopath.counts } : {}),
     acl: acl.counts,
+    aclStage: acl,
   });
   const handler = createQueryPipeline({
     handle: chain,
@@ -353,7 +358,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         queries,
         udpPayloadBytes: options.ednsPacketMax,
         bypass: () => aclsStand || loops.outstanding(),
-        ...(options.autopath ? { leaveToChain: firstStepTest(options.autopath) } : {}),
+        leaveToChain: chainFirst(clusterZone, options.autopath),
       });
 
   return {

@@ -10,8 +10,8 @@ export interface HitLaneDeps {
   udpPayloadBytes: number;
   /** True while a stage before the cache must see every query (the loop guard's probes are out). */
   bypass(): boolean;
-  /** True for a cached reply a stage before the cache may answer otherwise (autopath's firstStepTest). */
-  leaveToChain?: (raw: Buffer, reply: Buffer) => boolean;
+  /** True for a cached reply a stage before the cache must see first (autopath/search-path.ts's chainFirst). */
+  leaveToChain?: (raw: Buffer, reply: Buffer, qtype: number) => boolean;
 }
 
 /**
@@ -30,7 +30,7 @@ export function createHitLane(deps: HitLaneDeps): ExpressLane {
   return (raw, family) => {
     if (!readPlainQuery(raw, question) || question.qclass !== QCLASS.IN || deps.bypass()) return undefined;
     const reply = cacheStage.hitAtOnce(raw, question, udpPayloadBytes);
-    if (reply !== undefined && deps.leaveToChain?.(raw, reply)) return undefined;
+    if (reply !== undefined && deps.leaveToChain?.(raw, reply, question.qtype)) return undefined;
     if (reply !== undefined) queries.count(question.qtype, false, family === 6, (reply[3] as number) & RCODE_MASK, 0);
     return reply;
   };

@@ -10,7 +10,7 @@ import {
 } from '@cluster-dns/runtime';
 import type { DnsListener, TcpRefusals, TcpStalls } from '@cluster-dns/wire';
 import type { Registry } from 'prom-client';
-import type { AclCounts } from './acl-stage.js';
+import type { AclCounts, AclStage } from './acl-stage.js';
 import type { AutopathCounts } from './autopath-stage.js';
 import type { AnswerCache } from './cache.js';
 import type { CacheStage } from './cache-stage.js';
@@ -63,6 +63,8 @@ export interface ForwarderMetricSources {
   autopath?: AutopathCounts;
   /** A Corefile acl's decisions. */
   acl: AclCounts;
+  /** The acl stage, for what it refuses of the client map. */
+  aclStage: Pick<AclStage, 'clientMapRefused'>;
 }
 
 /**
@@ -219,6 +221,12 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     'Questions given up (SERVFAIL) to make room for newer ones in their route’s full share, by route (--jostle-timeout).',
     ['route'],
     () => [...budget.counts.jostled].map(([route, n]) => [{ route }, n]),
+  );
+  counterFrom(
+    registry,
+    'clusterdns_forwarder_client_map_refused_total',
+    'Questions for the client map (which namespace each pod address is in) refused to a client that is neither this host nor a node cache of --trust-client-address-from.',
+    () => sources.aclStage.clientMapRefused,
   );
   labelledFrom(
     registry,

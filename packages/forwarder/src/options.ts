@@ -289,6 +289,11 @@ export interface ForwarderOptions {
   readonly acl: readonly AclRule[];
 }
 
+/** The cluster zone, where the client map is: a Corefile's kubernetes zone, --autopath's, or cluster.local. */
+export function clusterZoneOf(options: Pick<ForwarderOptions, 'clusterZone' | 'autopath'>): Fqdn {
+  return options.clusterZone ?? options.autopath?.zone ?? toFqdn('cluster.local');
+}
+
 /** The search line of the node's resolv.conf, read once at start (none when it cannot be read). */
 export function resolvSearchOf(path: string | undefined): Fqdn[] {
   if (path === undefined) return [];

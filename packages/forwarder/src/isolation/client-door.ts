@@ -109,6 +109,12 @@ export class ClientDoor implements Door {
     return { address, carried: false, forged: true };
   }
 
+  /** Whether this sender may name the client it asks for (--trust-client-address-from): a node cache. */
+  trusts(sender: string): boolean {
+    const plain = sender.replace(/^::ffff:(?=\d+\.)/, '');
+    return this.trustedFrom.some((cidr) => cidrContains(cidr, plain));
+  }
+
   /** The limits in force now (the flags', or the ConfigMap's `clientLimits` over them). */
   current(): ClientLimits {
     return this.limits;

@@ -10,8 +10,8 @@ import {
   type LogLevel,
   ServerCore,
 } from '@cluster-dns/runtime';
-import type { Cidr, DnsListener, QueryContext, Reply } from '@cluster-dns/wire';
-import { type AutopathSettings, firstStepTest } from '../autopath/search-path.js';
+import type { Cidr, DnsListener, Fqdn, QueryContext, Reply } from '@cluster-dns/wire';
+import { type AutopathSettings, chainFirst } from '../autopath/search-path.js';
 import { monotonicMs } from '../cache.js';
 import { CacheStage } from '../cache-stage.js';
 import { createHitLane } from '../hit-lane.js';
@@ -19,7 +19,7 @@ import type { ClientDoorCounts } from '../isolation/client-door.js';
 import { ClientDoor } from '../isolation/client-door.js';
 import { ClientTally } from '../isolation/client-tally.js';
 import { type ListenerTcpCounts, serverLabelOf, shedOf, tcpCountsOf } from '../metrics.js';
-import { type ForwarderOptions, type ListenerSettings, listenerSettingsOf } from '../options.js';
+import { clusterZoneOf, type ForwarderOptions, type ListenerSettings, listenerSettingsOf } from '../options.js';
 import { ServerQueryCounts } from '../query-counts.js';
 import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
 
@@ -49,6 +49,8 @@ export interface LaneData {
   listener: ListenerSettings;
   /** --autopath: a cached NXDOMAIN that may be a walk's first step goes to worker 0, which walks. */
   autopath?: AutopathSettings;
+  /** The cluster zone: a question for its client map goes to worker 0, which answers it only to whom it may. */
+  clusterZone: Fqdn;
   /** --namespace-metrics above 0: the lane's door counts queries per client, for the pool's per-namespace series. */
   tallyClients: boolean;
 }
@@ -79,6 +81,7 @@ export function laneDataOf(
     listener: listenerSettingsOf(options),
     ...(options.autopath ? { autopath: options.autopath } : {}),
     tallyClients: options.namespaceSeries > 0,
+    clusterZone: clusterZoneOf(options),
   };
 }
 
@@ -159,7 +162,7 @@ export async function serveAsLane(): Promise<void> {
       queries,
       udpPayloadBytes: data.ednsPacketMax,
       bypass: () => Atomics.load(chainOnly, 0) !== 0,
-      ...(data.autopath ? { leaveToChain: firstStepTest(data.autopath) } : {}),
+      leaveToChain: chainFirst(data.clusterZone, data.autopath),
     });
     // Logging every query needs the whole way: the lane then answers nothing itself.
     const express = data.logQueries
