@@ -1,4 +1,13 @@
-import { buildIxfrQuery, QTYPE, RCODE, toFqdn, ZoneChangeReader } from '@cluster-dns/wire';
+import {
+  buildIxfrQuery,
+  buildQueryMessage,
+  encodeMessage,
+  parseQuery,
+  QTYPE,
+  RCODE,
+  toFqdn,
+  ZoneChangeReader,
+} from '@cluster-dns/wire';
 import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { toPodInfo } from './kube-objects.js';
@@ -33,6 +42,16 @@ describe('the client map (--pods=verified)', () => {
     expect(txtOf(t, 'not-an-address')).toBe('NXDOMAIN');
     // The parent is an empty non-terminal: NODATA, as for names below it.
     expect(t.ask(NAME, QTYPE.TXT).flags.rcode).toBe(RCODE.NOERROR);
+  });
+
+  it('answers it to this host only (the Pod’s forwarder), and never keeps it ready for the answer lane', () => {
+    const t = createTestZone({ pods: 'verified' });
+    t.state.upsertPod(pod('shop', 'web-0', '10.244.1.5'));
+    const name = `10-244-1-5.${NAME}`;
+    expect(t.ask(name, QTYPE.TXT, { remote: '10.244.9.9' }).flags.rcode).toBe(RCODE.REFUSED);
+    expect(t.ask(name, QTYPE.TXT).answers).toHaveLength(1);
+    // The answer lane answers from the answer cache without knowing who asks: nothing there.
+    expect(t.responder.cache.get(parseQuery(encodeMessage(buildQueryMessage(1, name, QTYPE.TXT))))).toBeUndefined();
   });
 
   it('is not served unless pods are watched', () => {

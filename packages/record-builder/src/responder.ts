@@ -4,9 +4,11 @@ import {
   FLAG,
   type Fqdn,
   finishFromTemplate,
+  isInZone,
   MessageWriter,
   type ParsedQuery,
   type Reply,
+  toFqdn,
 } from '@cluster-dns/wire';
 import { type AnswerParts, buildAnswer, type ZoneView } from './answer-builder.js';
 import { AnswerCache } from './answer-cache.js';
@@ -52,12 +54,16 @@ export function createResponder(options: ResponderOptions): Responder {
   const { view } = options;
   const cache = new AnswerCache(options.answerCacheBytes ?? 32 << 20);
 
+  const clientMap = toFqdn(`client.dns.${view.zone}`);
   const templateFor = (q: ParsedQuery, zone: Fqdn): Buffer => {
     const hit = cache.get(q);
     if (hit) return hit;
     const parts = buildAnswer(view, zone, q.key, q.qtype);
     const template = encodeTemplate(q, parts);
-    cache.set(q, template, parts.owners, parts.stable, view.reverseZones.includes(zone) ? 'reverse' : 'auth');
+    // Never ready for the answer lane, which does not know who asks: the client map is answered
+    // through the zone stage, to this host only.
+    if (!isInZone(q.key, clientMap))
+      cache.set(q, template, parts.owners, parts.stable, view.reverseZones.includes(zone) ? 'reverse' : 'auth');
     return template;
   };
   const answer = (request: ZoneRequest): Reply =>

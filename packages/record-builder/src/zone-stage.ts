@@ -2,13 +2,19 @@ import {
   buildBareResponse,
   type DnsRequest,
   type Fqdn,
+  isInZone,
   type Next,
   questionInZone,
   RCODE,
   type Reply,
   type Stage,
+  toFqdn,
   writeName,
 } from '@cluster-dns/wire';
+
+const isLoopback = (address: string) =>
+  address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+
 import type { ZoneView } from './zone-view.js';
 
 /** A request down the record-builder's chain: the zone stage notes which of our zones it is in. */
@@ -29,11 +35,15 @@ export class ZoneStage implements Stage<ZoneRequest> {
   /** Our zones in wire form, the cluster zone first (as zoneOf), matched against the question's octets. */
   private readonly zones: ReadonlyArray<readonly [Fqdn, Uint8Array]>;
 
+  /** The client map (which namespace each pod address is in): answered to this host only. */
+  private readonly clientMap: Fqdn;
+
   constructor(
     view: ZoneView,
     private readonly isReady: () => boolean,
   ) {
     this.zones = servedZones(view).map((zone) => [zone, writeName(zone)] as const);
+    this.clientMap = toFqdn(`client.dns.${view.zone}`);
   }
 
   /** The zone the question is in (answer-builder's zoneOf, on the octets: no name string made). */
@@ -49,6 +59,10 @@ export class ZoneStage implements Stage<ZoneRequest> {
     request.zone = zone;
     if (!this.isReady()) return bare(request, RCODE.SERVFAIL);
     if (q.hasEscapes) return bare(request, RCODE.NXDOMAIN, true);
+    // The Pod's forwarder asks from this host (it reads the client map for the node caches too);
+    // a pod that reaches this port on the Pod's address does not learn every pod's namespace.
+    if (isInZone(q.key, this.clientMap) && !isLoopback(request.context.remoteAddress))
+      return bare(request, RCODE.REFUSED);
     return next(request);
   }
 }
