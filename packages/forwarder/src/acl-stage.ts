@@ -1,8 +1,9 @@
 import type { Buffer } from 'node:buffer';
-import type { AclAction, AclRule } from '@cluster-dns/runtime';
+import type { AclAction } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
   cidrContains,
+  closestBlock,
   type Fqdn,
   isInZone,
   type Next,
@@ -10,9 +11,8 @@ import {
   RCODE,
   type Reply,
   type Stage,
-  toFqdn,
 } from '@cluster-dns/wire';
-import { clientEntryOf, clientMapName } from './autopath/client-map.js';
+import { clientEntryOf, clientMapName, clientMapZone } from './autopath/client-map.js';
 import type { Asker } from './autopath-stage.js';
 import { type ForwarderRequest, ownRequest } from './forwarder-request.js';
 import type { ScopedAcl } from './plugins/acl-rules.js';
@@ -45,20 +45,7 @@ export class AclStage implements Stage<ForwarderRequest> {
     /** Who may read the client map (which namespace is at which pod address): the trusted node caches, this host. */
     private readonly mayReadClientMap: (sender: string) => boolean = () => false,
   ) {
-    this.clientMapZone = toFqdn(`client.dns.${clusterZone}`);
-  }
-
-  /** The rules of the block that serves this name: the longest zone, as CoreDNS picks a block. */
-  private rulesFor(name: Fqdn): readonly AclRule[] | undefined {
-    let best: ScopedAcl | undefined;
-    let length = -1;
-    for (const block of this.blocks())
-      for (const zone of block.zones)
-        if (isInZone(name, zone) && zone.length > length) {
-          best = block;
-          length = zone.length;
-        }
-    return best?.rules;
+    this.clientMapZone = clientMapZone(clusterZone);
   }
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
@@ -67,14 +54,12 @@ export class AclStage implements Stage<ForwarderRequest> {
     // (autopath, acl, the namespace series) and the node caches', not for any pod to list.
     if (isInZone(request.query.key, this.clientMapZone) && !this.mayReadClientMap(request.context.remoteAddress)) {
       this.clientMapRefused++;
-      return buildBareResponse(request.query, RCODE.REFUSED, {
-        recursionAvailable: true,
-        udpPayloadBytes: request.udpPayloadBytes,
-      });
+      return bare(request, RCODE.REFUSED);
     }
-    const rules = this.rulesFor(request.query.key);
+    // The rules of the block that serves this name, as CoreDNS picks a block.
+    const rules = closestBlock(this.blocks(), request.query.key)?.rules;
     if (!rules?.length) return next(request);
-    const address = this.askerOf(request).address.replace(/^::ffff:(?=\d+\.)/, '');
+    const { address } = this.askerOf(request);
     const qtype = request.query.qtype;
     const candidates = rules.filter(
       (r) =>
@@ -107,15 +92,12 @@ export class AclStage implements Stage<ForwarderRequest> {
       case 'drop':
         return undefined;
       case 'block':
-        return buildBareResponse(request.query, RCODE.REFUSED, {
-          recursionAvailable: true,
-          udpPayloadBytes: request.udpPayloadBytes,
-        });
+        return bare(request, RCODE.REFUSED);
       case 'filter':
-        return buildBareResponse(request.query, RCODE.NOERROR, {
-          recursionAvailable: true,
-          udpPayloadBytes: request.udpPayloadBytes,
-        });
+        return bare(request, RCODE.NOERROR);
     }
   }
 }
+
+const bare = (request: ForwarderRequest, rcode: number) =>
+  buildBareResponse(request.query, rcode, { recursionAvailable: true, udpPayloadBytes: request.udpPayloadBytes });

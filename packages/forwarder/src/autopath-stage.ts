@@ -10,8 +10,8 @@ import {
   QCLASS,
   QTYPE,
   RCODE,
-  RCODE_MASK,
   type Reply,
+  replyRcode,
   type Stage,
 } from '@cluster-dns/wire';
 import { clientEntryOf, clientMapName } from './autopath/client-map.js';
@@ -34,11 +34,6 @@ export interface AutopathCounts {
   /** First steps not walked: the asker unknown, of another namespace, or with a search path of its own. */
   skipped: number;
 }
-
-const rcodeOf = (reply: Reply): number =>
-  reply !== undefined && 'readUInt16BE' in reply && reply.length >= 4
-    ? (reply as Buffer).readUInt16BE(2) & RCODE_MASK
-    : RCODE.SERVFAIL;
 
 /**
  * Server-side search (CoreDNS's `autopath`). A pod whose resolv.conf is the kubelet's default
@@ -117,7 +112,7 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const outside = rest.filter((name) => !isInZone(name, zone));
     const [first, ...zoneReplies] = await Promise.all([next(request), ...inZone.map(ask)]);
     const inCluster = pickStep(inZone, zoneReplies);
-    if (rcodeOf(first) !== RCODE.NXDOMAIN) return first;
+    if (replyRcode(first) !== RCODE.NXDOMAIN) return first;
     if (inCluster === 'failed') return first;
     const found = inCluster ?? pickStep(outside, await Promise.all(outside.map(ask)));
     // At no step, or a failure part way: the first step's NXDOMAIN, and the pod walks on itself, as without us.
@@ -140,7 +135,7 @@ function pickStep(
   replies: readonly Reply[],
 ): { name: Fqdn; reply: Buffer } | 'failed' | undefined {
   for (let i = 0; i < names.length; i++) {
-    const rcode = rcodeOf(replies[i]);
+    const rcode = replyRcode(replies[i]);
     if (rcode === RCODE.NXDOMAIN) continue;
     if (rcode !== RCODE.NOERROR) return 'failed';
     return { name: names[i] as Fqdn, reply: replies[i] as Buffer };

@@ -19,6 +19,7 @@ import {
   RCODE,
   type Rejection,
   ROOT,
+  withoutIpv4Mapping,
 } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
 import { AclStage, type ScopedAcl } from './acl-stage.js';
@@ -249,7 +250,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     () => [...flagAcls, ...config.routes().plugins.acls],
     askerOf,
     clusterZone,
-    (sender) => sender === '127.0.0.1' || sender === '::1' || sender === '::ffff:127.0.0.1' || door.trusts(sender),
+    (sender) => withoutIpv4Mapping(sender) === '127.0.0.1' || sender === '::1' || door.trusts(sender),
   );
   // Before the cache: each step of a walk is a question to the cache; the answer made is for one asker.
   const autopath = options.autopath

@@ -1,9 +1,8 @@
 import { Buffer } from 'node:buffer';
 import {
   buildBareResponse,
-  type Fqdn,
+  closestBlock,
   finishFromTemplate,
-  isInZone,
   type Next,
   RCODE,
   RCODE_MASK,
@@ -28,19 +27,10 @@ export class RewriteStage implements Stage<ForwarderRequest> {
 
   constructor(private readonly blocks: () => readonly ScopedRewrites[]) {}
 
-  /** The rules of the block that serves this name: the longest zone, as CoreDNS picks a block. */
-  private rulesFor(name: Fqdn): ScopedRewrites['rules'] | undefined {
-    let best: { length: number; rules: ScopedRewrites['rules'] } | undefined;
-    for (const block of this.blocks())
-      for (const zone of block.zones)
-        if (isInZone(name, zone) && (!best || zone.length > best.length))
-          best = { length: zone.length, rules: block.rules };
-    return best?.rules;
-  }
-
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     const q = request.query;
-    const rules = this.rulesFor(q.key);
+    // The rules of the block that serves this name, as CoreDNS picks a block.
+    const rules = closestBlock(this.blocks(), q.key)?.rules;
     if (!rules?.length) return next(request);
     const to = rewriteQuestion(rules, q.key, q.qtype);
     if (to === undefined) return next(request);

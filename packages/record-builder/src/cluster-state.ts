@@ -438,8 +438,11 @@ interface PodEntry {
  * are). Under the cluster zone so it is pushed like any name there (NOTIFY, then IXFR naming it).
  */
 export function clientName(ip: string, zone: Fqdn): Fqdn {
-  return toFqdn(`${ip.replace(/[.:]/g, '-')}.client.dns.${zone}`);
+  return toFqdn(`${ip.replace(/[.:]/g, '-')}.${clientMapZone(zone)}`);
 }
+
+/** `client.dns.<zone>`: the client map's part of the zone, answered to this host only. */
+export const clientMapZone = (zone: Fqdn): Fqdn => toFqdn(`client.dns.${zone}`);
 
 /** The TXT record of a client-map name: `namespace=<ns>` and `search=default` or `search=own`. */
 export function clientRecord(name: Fqdn, client: { namespace: string; searchDefault: boolean }, ttl: number): Rr {

@@ -8,10 +8,10 @@ import {
   MessageWriter,
   type ParsedQuery,
   type Reply,
-  toFqdn,
 } from '@cluster-dns/wire';
 import { type AnswerParts, buildAnswer, type ZoneView } from './answer-builder.js';
 import { AnswerCache } from './answer-cache.js';
+import { clientMapZone } from './cluster-state.js';
 import { TransferStage } from './transfer-stage.js';
 import { type ZoneRequest, ZoneStage } from './zone-stage.js';
 
@@ -54,7 +54,7 @@ export function createResponder(options: ResponderOptions): Responder {
   const { view } = options;
   const cache = new AnswerCache(options.answerCacheBytes ?? 32 << 20);
 
-  const clientMap = toFqdn(`client.dns.${view.zone}`);
+  const clientMap = clientMapZone(view.zone);
   const templateFor = (q: ParsedQuery, zone: Fqdn): Buffer => {
     const hit = cache.get(q);
     if (hit) return hit;

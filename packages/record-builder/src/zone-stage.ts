@@ -3,18 +3,16 @@ import {
   type DnsRequest,
   type Fqdn,
   isInZone,
+  isLoopback,
   type Next,
   questionInZone,
   RCODE,
   type Reply,
   type Stage,
-  toFqdn,
   writeName,
 } from '@cluster-dns/wire';
 
-const isLoopback = (address: string) =>
-  address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
-
+import { clientMapZone } from './cluster-state.js';
 import type { ZoneView } from './zone-view.js';
 
 /** A request down the record-builder's chain: the zone stage notes which of our zones it is in. */
@@ -43,7 +41,7 @@ export class ZoneStage implements Stage<ZoneRequest> {
     private readonly isReady: () => boolean,
   ) {
     this.zones = servedZones(view).map((zone) => [zone, writeName(zone)] as const);
-    this.clientMap = toFqdn(`client.dns.${view.zone}`);
+    this.clientMap = clientMapZone(view.zone);
   }
 
   /** The zone the question is in (answer-builder's zoneOf, on the octets: no name string made). */

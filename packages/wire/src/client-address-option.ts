@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
-import { canonicalIpv6, ipv4ToNumber, ipv6Groups, numberToIpv4 } from './ip-address.js';
+import { canonicalIpv6, ipv4ToNumber, ipv6Groups, numberToIpv4, withoutIpv4Mapping } from './ip-address.js';
 import { ednsOption } from './opt-record.js';
 
 /**
@@ -15,7 +15,7 @@ export const CLIENT_ADDRESS_OPTION = 65054;
 
 /** The option's data for a client address (IPv4, IPv6, or IPv4 mapped into IPv6 as sockets report it). */
 export function encodeClientAddress(address: string): Buffer {
-  const plain = address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
+  const plain = withoutIpv4Mapping(address);
   if (isIPv4(plain)) {
     const out = Buffer.alloc(8);
     out.writeUInt16BE(1, 0);

@@ -1,4 +1,5 @@
-import type { Buffer } from 'node:buffer';
+import { Buffer } from 'node:buffer';
+import { RCODE, RCODE_MASK } from './constants.js';
 import type { Transport } from './response.js';
 
 // What every DNS server here is: a handler of raw messages, told where each came from. Its own
@@ -20,6 +21,11 @@ export interface QueryContext {
  */
 export type Reply = Buffer | readonly Buffer[] | Iterable<Buffer> | undefined;
 export type RawHandler = (message: Buffer, context: QueryContext) => Reply | Promise<Reply>;
+
+/** The rcode of a reply of one message; SERVFAIL for none (dropped) or several. */
+export function replyRcode(reply: Reply): number {
+  return Buffer.isBuffer(reply) && reply.length >= 4 ? (reply[3] as number) & RCODE_MASK : RCODE.SERVFAIL;
+}
 
 /**
  * Answers a UDP query at once, before the handler, when it can (a cache hit); undefined hands the

@@ -55,6 +55,25 @@ export function closestZone<T>(zones: ReadonlyMap<Fqdn, T>, name: Fqdn): T | und
   return best === undefined ? undefined : zones.get(best);
 }
 
+/**
+ * The block (of several, each over some zones) that serves a name: the one with its longest zone,
+ * the first on a tie, as CoreDNS picks a server block. Undefined when no zone holds the name.
+ */
+export function closestBlock<T extends { readonly zones: readonly Fqdn[] }>(
+  blocks: Iterable<T>,
+  name: Fqdn,
+): T | undefined {
+  let best: T | undefined;
+  let length = -1;
+  for (const block of blocks)
+    for (const zone of block.zones)
+      if (zone.length > length && isInZone(name, zone)) {
+        best = block;
+        length = zone.length;
+      }
+  return best;
+}
+
 /** The name one label up: "a.b." → "b.", "b." → ".". */
 export function parentOf(name: Fqdn): Fqdn {
   if (name === ROOT) return ROOT;

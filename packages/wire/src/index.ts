@@ -31,6 +31,7 @@ export {
   typeName,
   UDP_LEGACY_MAX_BYTES,
 } from './constants.js';
+export { replyRcode } from './dns-handler.js';
 export { ERROR_CODES, type ErrorCode } from './error-codes.js';
 export {
   AddressError,
@@ -46,6 +47,7 @@ export {
   QueryFormatError,
 } from './errors.js';
 export {
+  closestBlock,
   closestZone,
   type Fqdn,
   isDns1123Label,
@@ -64,8 +66,10 @@ export {
   ipv4ToNumber,
   ipv6Groups,
   ipv6Nibbles,
+  isLoopback,
   numberToIpv4,
   parseCidr,
+  withoutIpv4Mapping,
 } from './ip-address.js';
 export {
   DEFAULT_TCP_UNSENT_BYTES,

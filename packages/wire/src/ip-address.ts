@@ -101,9 +101,20 @@ export function parseCidr(text: string): Cidr | undefined {
   return { family, base: value & mask, bits };
 }
 
+/** An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, as a dual-stack socket reports) as plain IPv4; any other as it is. */
+export function withoutIpv4Mapping(address: string): string {
+  return /^::ffff:/i.test(address) && isIPv4(address.slice(7)) ? address.slice(7) : address;
+}
+
+/** Whether an address is on this host's loopback (127.0.0.0/8, ::1), IPv4-mapped or not. */
+export function isLoopback(address: string): boolean {
+  const plain = withoutIpv4Mapping(address);
+  return plain.startsWith('127.') || plain === '::1';
+}
+
 /** Whether `address` (IPv4-mapped IPv6 read as IPv4) is inside the block. */
 export function cidrContains(cidr: Cidr, address: string): boolean {
-  const plain = address.replace(/^::ffff:(?=\d+\.)/i, '');
+  const plain = withoutIpv4Mapping(address);
   if (isIP(plain) === 0) return false;
   const { family, value } = toBig(plain);
   if (family !== cidr.family) return false;

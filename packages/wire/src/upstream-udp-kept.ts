@@ -31,7 +31,7 @@ interface Kept {
 const GIVEN_UP_KEPT = 1024;
 
 /** Whether a server is on this host's loopback, where nobody off the host can send to our ports. */
-export const isLoopback = (host: string) => host.startsWith('127.') || host === '::1';
+export { isLoopback } from './ip-address.js';
 
 /**
  * Upstream UDP queries over a few kept sockets per server, each connected to it, the queries told

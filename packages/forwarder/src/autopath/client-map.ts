@@ -1,14 +1,16 @@
 import { Buffer } from 'node:buffer';
-import { decodeMessage, type Fqdn, QTYPE, RCODE, toFqdn } from '@cluster-dns/wire';
+import { decodeMessage, type Fqdn, QTYPE, RCODE, RCODE_MASK, toFqdn, withoutIpv4Mapping } from '@cluster-dns/wire';
 
 // The record-builder's client map as the forwarders read it: which namespace asks from an
 // address, and whether its search path is the kubelet's default (autopath, acl, the namespace
-// series). Apart from search-path.ts, which a lane loads: this one decodes messages.
+// series).
+
+/** `client.dns.<zone>`: where the record-builder keeps the client map. */
+export const clientMapZone = (zone: Fqdn): Fqdn => toFqdn(`client.dns.${zone}`);
 
 /** `<a-b-c-d>.client.dns.<zone>`: the record-builder's client map entry for an address. */
 export function clientMapName(address: string, zone: Fqdn): Fqdn {
-  const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-  return toFqdn(`${plain.replace(/[.:]/g, '-')}.client.dns.${zone}`);
+  return toFqdn(`${withoutIpv4Mapping(address).replace(/[.:]/g, '-')}.${clientMapZone(zone)}`);
 }
 
 /** Who an address is, as the client map says. */
@@ -20,7 +22,8 @@ export interface ClientEntry {
 
 /** The client map's reply read: its TXT `namespace=` and `search=`, or undefined (NXDOMAIN, a failure). */
 export function clientEntryOf(reply: Buffer | undefined): ClientEntry | undefined {
-  if (!Buffer.isBuffer(reply) || reply.length < 12 || (reply.readUInt16BE(2) & 0xf) !== RCODE.NOERROR) return undefined;
+  if (!Buffer.isBuffer(reply) || reply.length < 12 || (reply.readUInt16BE(2) & RCODE_MASK) !== RCODE.NOERROR)
+    return undefined;
   let namespace: string | undefined;
   let searchDefault = false;
   for (const rr of decodeMessage(reply).answers) {

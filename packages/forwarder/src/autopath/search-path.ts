@@ -1,5 +1,6 @@
 import type { Buffer } from 'node:buffer';
 import { type Fqdn, QTYPE, RCODE, RCODE_MASK, readName, toFqdn } from '@cluster-dns/wire';
+import { clientMapZone } from './client-map.js';
 
 /**
  * The kubelet's search path for a pod with its cluster default (dnsPolicy ClusterFirst, no
@@ -84,7 +85,7 @@ export function chainFirst(
   autopath?: AutopathSettings,
 ): (raw: Buffer, reply: Buffer, qtype: number) => boolean {
   const firstStep = autopath ? firstStepTest(autopath) : undefined;
-  const mapZone = `.client.dns.${clusterZone}`;
+  const mapZone = `.${clientMapZone(clusterZone)}`;
   return (raw, reply, qtype) => {
     // Most hits are A or AAAA with data: two comparisons, and the rcode when autopath is on.
     if (qtype !== QTYPE.TXT && qtype !== QTYPE.ANY) return firstStep?.(raw, reply) ?? false;

@@ -111,8 +111,7 @@ export class ClientDoor implements Door {
 
   /** Whether this sender may name the client it asks for (--trust-client-address-from): a node cache. */
   trusts(sender: string): boolean {
-    const plain = sender.replace(/^::ffff:(?=\d+\.)/, '');
-    return this.trustedFrom.some((cidr) => cidrContains(cidr, plain));
+    return this.trustedFrom.some((cidr) => cidrContains(cidr, sender));
   }
 
   /** The limits in force now (the flags', or the ConfigMap's `clientLimits` over them). */

@@ -1,6 +1,5 @@
-import { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
-import { buildBareResponse, type Fqdn, type Next, RCODE, RCODE_MASK, type Reply, type Stage } from '@cluster-dns/wire';
+import { buildBareResponse, type Fqdn, type Next, RCODE, type Reply, replyRcode, type Stage } from '@cluster-dns/wire';
 import type { ForwarderRequest } from '../forwarder-request.js';
 import type { RouteTable } from '../route-table.js';
 import { ZoneCuts } from './parent-domain.js';
@@ -103,7 +102,7 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
   private ended(parent: Fqdn, window: Window, request: ForwarderRequest, reply: Reply): void {
     const resolved = request.resolved;
     if (resolved) this.cuts.learn(resolved.wire, resolved.scanned);
-    const rcode = resolved ? resolved.scanned.rcode : rcodeOf(reply);
+    const rcode = resolved ? resolved.scanned.rcode : replyRcode(reply);
     // REFUSED by our own share (nothing was asked) says nothing about the upstream.
     if (!resolved && rcode === RCODE.REFUSED) return;
     const failed = !resolved || rcode === RCODE.SERVFAIL || rcode === RCODE.REFUSED;
@@ -154,6 +153,3 @@ export class SubdomainGuardStage implements Stage<ForwarderRequest> {
     return window;
   }
 }
-
-const rcodeOf = (reply: Reply): number =>
-  Buffer.isBuffer(reply) && reply.length >= 4 ? (reply[3] as number) & RCODE_MASK : RCODE.SERVFAIL;
