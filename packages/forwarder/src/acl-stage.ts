@@ -7,14 +7,13 @@ import {
   type Fqdn,
   isInZone,
   type Next,
-  QTYPE,
   RCODE,
   type Reply,
   type Stage,
 } from '@cluster-dns/wire';
-import { clientEntryOf, clientMapName, clientMapZone } from './autopath/client-map.js';
+import { clientEntryOf, clientMapRequest, clientMapZone } from './autopath/client-map.js';
 import type { Asker } from './autopath-stage.js';
-import { type ForwarderRequest, ownRequest } from './forwarder-request.js';
+import type { ForwarderRequest } from './forwarder-request.js';
 import type { ScopedAcl } from './plugins/acl-rules.js';
 
 export { type ScopedAcl, scopedAcl } from './plugins/acl-rules.js';
@@ -68,7 +67,7 @@ export class AclStage implements Stage<ForwarderRequest> {
     );
     if (candidates.every((r) => r.namespaces.length === 0)) return this.apply(candidates[0]?.action, request, next);
     // A rule by namespace is among them: the client map says which namespace asks (a cache hit mostly).
-    const map = next(ownRequest(request, clientMapName(address, this.clusterZone), QTYPE.TXT));
+    const map = next(clientMapRequest(request, address, this.clusterZone));
     const decide = (reply: Reply) => {
       const namespace = clientEntryOf(reply as Buffer | undefined)?.namespace;
       const rule = candidates.find(

@@ -8,13 +8,12 @@ import {
   isInZone,
   type Next,
   QCLASS,
-  QTYPE,
   RCODE,
   type Reply,
   replyRcode,
   type Stage,
 } from '@cluster-dns/wire';
-import { clientEntryOf, clientMapName } from './autopath/client-map.js';
+import { clientEntryOf, clientMapRequest } from './autopath/client-map.js';
 import { type AutopathSettings, type FirstStep, firstStepOf, restOfWalk } from './autopath/search-path.js';
 import { type ForwarderRequest, ownRequest } from './forwarder-request.js';
 
@@ -92,9 +91,7 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const { zone, extraSearch } = this.settings;
     const asker = this.askerOf(request);
     // A hit (the asker seen within the TTL) costs nothing here; a miss, one question to the cluster's DNS.
-    const entry = clientEntryOf(
-      (await next(ownRequest(request, clientMapName(asker.address, zone), QTYPE.TXT))) as Buffer | undefined,
-    );
+    const entry = clientEntryOf((await next(clientMapRequest(request, asker.address, zone))) as Buffer | undefined);
     if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) {
       this.counts.skipped++;
       return next(request);

@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { decodeMessage, type Fqdn, QTYPE, RCODE, RCODE_MASK, toFqdn, withoutIpv4Mapping } from '@cluster-dns/wire';
+import { type ForwarderRequest, ownRequest } from '../forwarder-request.js';
 
 // The record-builder's client map as the forwarders read it: which namespace asks from an
 // address, and whether its search path is the kubelet's default (autopath, acl, the namespace
@@ -11,6 +12,11 @@ export const clientMapZone = (zone: Fqdn): Fqdn => toFqdn(`client.dns.${zone}`);
 /** `<a-b-c-d>.client.dns.<zone>`: the record-builder's client map entry for an address. */
 export function clientMapName(address: string, zone: Fqdn): Fqdn {
   return toFqdn(`${withoutIpv4Mapping(address).replace(/[.:]/g, '-')}.${clientMapZone(zone)}`);
+}
+
+/** The forwarder's own question for an address's client map entry, beside a client's request. */
+export function clientMapRequest(request: ForwarderRequest, address: string, zone: Fqdn): ForwarderRequest {
+  return ownRequest(request, clientMapName(address, zone), QTYPE.TXT);
 }
 
 /** Who an address is, as the client map says. */
