@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import {
   createForwarderMetrics,
   forwarderFlags,
+  NamespaceTally,
+  namespaceQueriesMetric,
   nodeCacheFlags,
   ServerQueryCounts,
   UpstreamStats,
@@ -88,8 +90,11 @@ const pages: Record<string, () => string> = {
       queries: new ServerQueryCounts(() => ({ server: '', zone: '.' })),
       // A forwarder reports its cache's own series (a pool's, worker 0's: the shared store).
       cache: {},
+      // The series of what is off by default: autopath's, and (below) the namespace series.
+      autopath: { walked: 0, found: 0, skipped: 0 },
     };
     createForwarderMetrics(registry, sources as unknown as Parameters<typeof createForwarderMetrics>[1]);
+    namespaceQueriesMetric(registry, new NamespaceTally(1), async () => undefined);
     return page(
       'forwarder',
       "The `dnsmasq` container, the Pod's port 53, and Corefile mode ([README](../../packages/forwarder/README.md)).",

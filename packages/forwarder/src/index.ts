@@ -2,6 +2,7 @@
 // reference).
 
 export { createForwarderMetrics } from './metrics.js';
+export { NamespaceTally, namespaceQueriesMetric } from './namespace-tally.js';
 export { nodeCacheFlags } from './node-local/node-cache-options.js';
 export { planNodeLocal } from './node-local/node-local-plan.js';
 export { forwarderFlags, toForwarderOptions } from './options.js';
