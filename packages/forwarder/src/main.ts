@@ -1,39 +1,35 @@
 #!/usr/bin/env node
 import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
-import { startCorefileForwarder } from './corefile-mode/corefile-forwarder.js';
-import { createForwarder } from './forwarder.js';
 import { forwarderFlags, toForwarderOptions } from './options.js';
-import { checkWorkers, createWorkerPool, forwarderLeader } from './workers/worker-pool.js';
+import { corefileForwarder } from './server/corefile-setup.js';
+import { launchForwarder } from './workers/launcher.js';
 
 const hooks = nodeProcessHooks();
 await runMain(
   {
     program: 'forwarder',
     summary:
-      'The dnsmasq container of cluster-dns: a caching DNS forwarder that sends the cluster zone to the record-builder, stub domains to their servers and the rest upstream. Takes dnsmasq flags.',
+      'The dnsmasq container of cluster-dns: a caching DNS forwarder that sends the cluster zone to the record-builder, stub domains to their servers and the rest upstream. Takes dnsmasq flags, or a CoreDNS Corefile (--corefile).',
     flags: forwarderFlags,
     shutdownDeadlineMs: 30_000,
     start: async (values, { log }) => {
-      if (values.corefile) return startCorefileForwarder(values, { log });
-      const options = toForwarderOptions(values);
-      checkWorkers('--workers', values.workers);
-      log.info('starting', { options, workers: values.workers });
-      const forwarder =
-        values.workers > 1
-          ? createWorkerPool({
-              options,
-              program: 'forwarder',
-              count: values.workers,
-              metrics: {
-                address: options.metricsAddress,
-                port: options.metricsPort,
-                flags: '--metrics-address, --metrics-port',
-              },
-              reusePort: false,
-              leader: forwarderLeader(options),
-              log,
-            })
-          : createForwarder(options, { log });
+      const common = { program: 'forwarder', workers: values.workers, workersFlag: '--workers', log };
+      let forwarder: ReturnType<typeof launchForwarder>;
+      if (values.corefile) {
+        const { plan, options, config } = await corefileForwarder(values, { log });
+        log.info('starting in Corefile mode', { corefile: values.corefile, options, workers: values.workers });
+        forwarder = launchForwarder({
+          ...common,
+          options,
+          config,
+          metricsFlags: 'the Corefile’s prometheus',
+          health: plan.health,
+        });
+      } else {
+        const options = toForwarderOptions(values);
+        log.info('starting', { options, workers: values.workers });
+        forwarder = launchForwarder({ ...common, options, metricsFlags: '--metrics-address, --metrics-port' });
+      }
       await forwarder.start();
       return { shutdown: () => forwarder.shutdown() };
     },

@@ -14,9 +14,9 @@ import {
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { type Cidr, type Fqdn, isDns1123Label, type ListenDnsOptions, parseCidr, toFqdn } from '@cluster-dns/wire';
-import { type AutopathSettings, searchDomainsOf } from './autopath/search-path.js';
+import { parseServerFlag, type ServerRule } from './config/server-flag.js';
 import { type IsolationOptions, isolationFlags, toIsolationOptions } from './isolation/isolation-flags.js';
-import { parseServerFlag, type ServerRule } from './server-flag.js';
+import { type AutopathSettings, searchDomainsOf } from './plugins/autopath/search-path.js';
 
 const ttlFlag = (help: string, defaultValue: number) => flag.int(help, defaultValue, { min: 0, max: 2_147_483_647 });
 

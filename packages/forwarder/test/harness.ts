@@ -10,8 +10,8 @@ import {
 } from '@cluster-dns/testkit';
 import { type DecodedMessage, type QueryOptions, queryDns } from '@cluster-dns/wire';
 import { afterEach } from 'vitest';
-import { createForwarder, type Forwarder } from '../src/forwarder.js';
 import { forwarderFlags, toForwarderOptions } from '../src/options.js';
+import { createForwarder, type Forwarder } from '../src/server/forwarder.js';
 
 export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 

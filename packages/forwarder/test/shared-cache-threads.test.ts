@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { createSharedAnswerMemory, SharedAnswerStore } from '../src/shared-cache/shared-answer-store.js';
+import { createSharedAnswerMemory, SharedAnswerStore } from '../src/plugins/cache/shared-answer-store.js';
 
 // The shared store under real threads: three worker threads write and read one small store at
 // once (the ring goes round many times), and no reply the store confirmed is ever made of a

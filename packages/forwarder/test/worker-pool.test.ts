@@ -5,8 +5,8 @@ import { createLogger, parseFlags } from '@cluster-dns/runtime';
 import { waitFor } from '@cluster-dns/testkit';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { Forwarder } from '../src/forwarder.js';
 import { forwarderFlags, toForwarderOptions } from '../src/options.js';
+import type { Forwarder } from '../src/server/forwarder.js';
 import { createWorkerPool } from '../src/workers/worker-pool.js';
 
 const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);

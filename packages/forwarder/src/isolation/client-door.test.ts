@@ -12,7 +12,7 @@ import {
   toFqdn,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { buildUpstreamQuery } from '../upstream.js';
+import { buildUpstreamQuery } from '../plugins/forward/upstream.js';
 import { ClientDoor } from './client-door.js';
 
 const LIMITS: ClientLimits = {

@@ -1,6 +1,6 @@
 import { type ClientLimits, type FlagValues, flag } from '@cluster-dns/runtime';
 import type { Cidr } from '@cluster-dns/wire';
-import type { SubdomainGuardOptions } from './subdomain-guard-stage.js';
+import type { SubdomainGuardOptions } from '../plugins/subdomain-guard/subdomain-guard-stage.js';
 
 /**
  * The isolation rows, the same in the forwarder's flag table and node-cache's: what one client

@@ -2,11 +2,9 @@ import { rm, writeFile } from 'node:fs/promises';
 import { type Logger, labelledFrom, ServerCore } from '@cluster-dns/runtime';
 import { reusePortSupported, udpPortInUse } from '@cluster-dns/wire';
 import { Registry } from 'prom-client';
-import { createForwarder } from '../forwarder.js';
-import type { Serving } from '../serving.js';
-import { sharedStoreFor } from '../shared-cache/shared-answer-store.js';
 import { defaultWorkers, readCpuBudget } from '../workers/cpu-budget.js';
-import { checkWorkers, createWorkerPool, forwarderLeader } from '../workers/worker-pool.js';
+import { type Launched, launchForwarder } from '../workers/launcher.js';
+import { checkWorkers } from '../workers/worker-pool.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type CommandRunner, detectFirewall, NodePlumbing, type SetupErrorType } from './node-plumbing.js';
 import { nodeCacheForwarder } from './setup.js';
@@ -19,7 +17,7 @@ export interface NodeCacheDeps {
 }
 
 export interface NodeCache {
-  readonly forwarder: Serving;
+  readonly forwarder: Launched;
   readonly plumbing: NodePlumbing;
   /** Where each listener ended up (port 0 in tests picks free ones). */
   readonly ports: { dns: number; metrics: number; health: number | undefined; setupMetrics: number };
@@ -76,41 +74,25 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
     for (const ip of plan.listenAddresses) if (await udpPortInUse(ip, plan.port)) return true;
     return false;
   };
-  let forwarder: Serving | undefined;
+  let forwarder: Launched | undefined;
   try {
     count((await plumbing.ensureInterface()).errors);
-    forwarder =
-      workers > 1
-        ? createWorkerPool({
-            options,
-            program: 'node-cache',
-            count: workers,
-            metrics: { address: options.metricsAddress, port: options.metricsPort, flags: 'the Corefile’s prometheus' },
-            reusePort: options.reusePort,
-            leader: forwarderLeader(options, config),
-            log,
-          })
-        : createForwarder(options, {
-            log,
-            config,
-            // One worker keeps its answers in the same store as many do: bounded by bytes, and
-            // without a JavaScript object per answer (bench case 11).
-            sharedCache: sharedStoreFor(options),
-          });
+    forwarder = launchForwarder({
+      program: 'node-cache',
+      options,
+      config,
+      workers,
+      workersFlag: '-workers',
+      metricsFlags: 'the Corefile’s prometheus',
+      // One worker keeps its answers in the same store as many do: bounded by bytes, and without a
+      // JavaScript object per answer (bench case 11).
+      sharedStoreAlone: true,
+      health: plan.health,
+      log,
+    });
     const running = forwarder;
     const started = await running.start();
-
-    let healthPort: number | undefined;
-    if (plan.health) {
-      const health = await server.listenHttp(
-        'health',
-        plan.health.host,
-        plan.health.port,
-        { '/health': () => ({ status: 200, body: 'OK' }) },
-        { flags: 'the Corefile’s health', reusePort: options.reusePort },
-      );
-      healthPort = health.port;
-    }
+    const healthPort = started.healthPort;
     const registry = new Registry();
     labelledFrom(
       registry,

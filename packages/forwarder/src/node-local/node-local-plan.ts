@@ -1,9 +1,9 @@
 import type { ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
-import type { RouteCache } from '../cache-policy.js';
-import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../corefile-plan.js';
-import { type ScopedAcl, scopedAcl } from '../plugins/acl-rules.js';
-import type { ServerRule } from '../server-flag.js';
+import type { RouteCache } from '../config/cache-policy.js';
+import type { ServerRule } from '../config/server-flag.js';
+import { type ScopedAcl, scopedAcl } from '../plugins/acl/acl-rules.js';
+import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../server/corefile-plan.js';
 
 /** Where one zone's queries go, and how its answers are cached. */
 export interface ZonePlan {

@@ -6,8 +6,9 @@ import { createSilentLogger, parseFlags } from '@cluster-dns/runtime';
 import { toFqdn } from '@cluster-dns/wire';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { createConfigReloader } from '../config-reloader.js';
-import { readConfigSources } from '../config-source.js';
+import { createConfigReloader } from '../config/config-reloader.js';
+import { readConfigSources } from '../config/config-source.js';
+import { NO_BLOCK_PLUGINS } from '../server/block-plugins.js';
 import { nodeCacheFlags } from './node-cache-options.js';
 import { nodeCacheForwarder } from './setup.js';
 
@@ -47,6 +48,7 @@ describe('node-local mode’s config at start', () => {
       'invalid kube-dns ConfigMap at start: running on the Corefile alone until a valid one comes',
     ]);
     const reloader = createConfigReloader({
+      noPlugins: NO_BLOCK_PLUGINS,
       read: () => readConfigSources(join(dir, 'kube-dns'), join(dir, 'resolv.conf'), setup.config.files),
       rules: [],
       log,

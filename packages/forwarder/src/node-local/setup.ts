@@ -9,12 +9,13 @@ import {
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
 import { type Fqdn, reusePortSupported } from '@cluster-dns/wire';
-import type { RawConfig } from '../config-source.js';
-import { readConfigSources } from '../config-source.js';
-import type { ForwarderDeps } from '../forwarder.js';
+import type { Configured } from '../config/config-reloader.js';
+import type { RawConfig } from '../config/config-source.js';
+import { readConfigSources } from '../config/config-source.js';
 import { toIsolationOptions } from '../isolation/isolation-flags.js';
 import { domainOf, type ForwarderOptions, resolvSearchOf } from '../options.js';
-import type { RouteSources } from '../route-table.js';
+import type { BlockPlugins } from '../server/block-plugins.js';
+import type { ForwarderDeps } from '../server/forwarder.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
 import { type NodeLocalPlan, planNodeLocal } from './node-local-plan.js';
@@ -28,8 +29,8 @@ function sourcesOf(
   plan: NodeLocalPlan,
   raw: RawConfig,
   resolvFile: string,
-  clientLimits: RouteSources['clientLimits'],
-): RouteSources {
+  clientLimits: Configured<BlockPlugins>['clientLimits'],
+): Configured<BlockPlugins> {
   const root = plan.root;
   const rootServers = root && Array.isArray(root.servers) ? (root.servers as readonly HostPort[]) : undefined;
   if (root && !rootServers) {
@@ -45,7 +46,7 @@ function sourcesOf(
     resolvConf: root && !rootServers ? raw.resolvConf : [],
     upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off', policy: root?.policy ?? 'random' },
     clientLimits,
-    plugins: { rewrites: [], hosts: [], loadbalance: [], acls: plan.acls },
+    plugins: { rewrites: [], hosts: [], acls: plan.acls },
   };
 }
 

@@ -1,7 +1,7 @@
 import { HistogramStore, LabelledCounts } from '@cluster-dns/runtime';
 import { type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import { noDoorCounts } from '../isolation/client-door.js';
-import { createListenerMetrics } from '../metrics.js';
+import { createListenerMetrics } from '../server/metrics.js';
 import type { LaneCounts } from './lane.js';
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;

@@ -11,17 +11,17 @@ import {
   ServerCore,
 } from '@cluster-dns/runtime';
 import type { Cidr, DnsListener, Fqdn, QueryContext, Reply } from '@cluster-dns/wire';
-import { type AutopathSettings, chainFirst } from '../autopath/search-path.js';
-import { monotonicMs } from '../cache.js';
-import { CacheStage } from '../cache-stage.js';
-import { createHitLane } from '../hit-lane.js';
 import type { ClientDoorCounts } from '../isolation/client-door.js';
 import { ClientDoor } from '../isolation/client-door.js';
 import { ClientTally } from '../isolation/client-tally.js';
-import { type ListenerTcpCounts, serverLabelOf, shedOf, tcpCountsOf } from '../metrics.js';
 import { clusterZoneOf, type ForwarderOptions, type ListenerSettings, listenerSettingsOf } from '../options.js';
-import { ServerQueryCounts } from '../query-counts.js';
-import { SharedAnswerStore } from '../shared-cache/shared-answer-store.js';
+import { type AutopathSettings, chainFirst } from '../plugins/autopath/search-path.js';
+import { monotonicMs } from '../plugins/cache/cache.js';
+import { CacheStage } from '../plugins/cache/cache-stage.js';
+import { SharedAnswerStore } from '../plugins/cache/shared-answer-store.js';
+import { createHitLane } from '../server/hit-lane.js';
+import { type ListenerTcpCounts, serverLabelOf, shedOf, tcpCountsOf } from '../server/metrics.js';
+import { ServerQueryCounts } from '../server/query-counts.js';
 
 /**
  * What a lane is started with (structured-cloned: plain data, the shared memory by reference):

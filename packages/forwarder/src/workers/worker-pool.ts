@@ -12,12 +12,12 @@ import {
 } from '@cluster-dns/runtime';
 import { type QueryContext, type Reply, reusePortSupported } from '@cluster-dns/wire';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
-import { createForwarder, type Forwarder, type ForwarderDeps } from '../forwarder.js';
-import { serverLabelOf } from '../metrics.js';
-import { NamespaceTally, namespaceQueriesMetric } from '../namespace-tally.js';
 import type { ForwarderOptions } from '../options.js';
-import type { ForwarderStarted } from '../serving.js';
-import { type SharedAnswerStore, sharedStoreFor } from '../shared-cache/shared-answer-store.js';
+import { type SharedAnswerStore, sharedStoreFor } from '../plugins/cache/shared-answer-store.js';
+import { createForwarder, type Forwarder, type ForwarderDeps } from '../server/forwarder.js';
+import { serverLabelOf } from '../server/metrics.js';
+import { NamespaceTally, namespaceQueriesMetric } from '../server/namespace-tally.js';
+import type { ForwarderStarted } from '../server/serving.js';
 import { LANE_SCRIPT } from '../worker-script.js';
 import { exactCopy, type FromLane, type LaneCounts, type LaneData, laneDataOf, type ToLane } from './lane.js';
 import { laneMetrics } from './lane-metrics.js';

@@ -1,0 +1,43 @@
+import {
+  buildBareResponse,
+  FLAG,
+  finishFromTemplate,
+  MessageWriter,
+  type Next,
+  RCODE,
+  type Reply,
+  type Stage,
+} from '@cluster-dns/wire';
+import type { ForwarderRequest } from '../../config/forwarder-request.js';
+import type { HostsTable } from './hosts-table.js';
+
+/**
+ * A Corefile's `hosts`: names of its table answered here (AA, its TTL), A, AAAA and PTR. A name
+ * in its zones that it does not have goes on with `fallthrough`, else is SERVFAIL, as CoreDNS
+ * (without a SOA it cannot say NXDOMAIN). Its answers are not cached: they cost a lookup.
+ */
+export class HostsStage implements Stage<ForwarderRequest> {
+  readonly name = 'hosts';
+  readonly counts = { answered: 0 };
+
+  constructor(private readonly tables: () => readonly HostsTable[]) {}
+
+  serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
+    const q = request.query;
+    const table = this.tables().find((t) => t.covers(q.key));
+    if (!table) return next(request);
+    const found = table.lookup(q.key, q.qtype);
+    if (found === 'absent') {
+      if (table.fallsThrough(q.key)) return next(request);
+      return buildBareResponse(q, RCODE.SERVFAIL, {
+        recursionAvailable: true,
+        udpPayloadBytes: request.udpPayloadBytes,
+      });
+    }
+    this.counts.answered++;
+    const writer = new MessageWriter(512).question(q.key, q.qtype, q.qclass);
+    if (found !== 'nodata') for (const rr of found.records) writer.record(1, rr);
+    const template = writer.finish(0, FLAG.QR | FLAG.AA | FLAG.RA);
+    return finishFromTemplate(template, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
+  }
+}

@@ -1,0 +1,92 @@
+import { type CacheConfig, CorefileError, type HostPort, type ServerConfig } from '@cluster-dns/runtime';
+import type { Fqdn } from '@cluster-dns/wire';
+import type { CachePolicy } from '../config/cache-policy.js';
+
+// What node-local mode and Corefile mode read alike from a Corefile's server blocks: the settings
+// of the one process every block runs in, and a block's cache as one route's policy.
+
+export function fail(at: { line: number }, message: string, source: string): never {
+  throw new CorefileError(at.line, message, source);
+}
+
+/** A block's `cache` as one route's policy: CoreDNS's success and denial kinds on our one policy. */
+export function routeCacheOf(cache: CacheConfig): { cache: CachePolicy; capacity: number } {
+  return {
+    cache: {
+      negativeCache: true,
+      negTtlSeconds: cache.denial.maxTtlSeconds,
+      // One floor for both kinds: ours keeps one policy per route. CoreDNS's defaults are equal.
+      minCacheTtlSeconds: Math.min(cache.success.minTtlSeconds, cache.denial.minTtlSeconds),
+      maxCacheTtlSeconds: cache.success.maxTtlSeconds,
+    },
+    capacity: cache.success.capacity + cache.denial.capacity,
+  };
+}
+
+/** What either mode's plan says of the process, whatever its routes. */
+export interface ProcessPlan {
+  readonly listenAddresses: readonly string[];
+  readonly port: number;
+  /** Entries of the one cache. */
+  readonly cacheSize: number;
+  /** `prometheus [ADDRESS]`: where the forwarder's /metrics listens. */
+  readonly metrics: HostPort | undefined;
+  /** `health [ADDRESS]`: where /health answers. */
+  readonly health: HostPort | undefined;
+  readonly lameduckMs: number | undefined;
+  readonly logQueries: boolean;
+  readonly loopDetect: boolean;
+  readonly prefetchHits: number | undefined;
+  /** `reload [INTERVAL]`: how often the Corefile is read again; undefined without `reload`. */
+  readonly reloadMs: number | undefined;
+  readonly forwardMax: number | undefined;
+}
+
+const sameAddress = (a: HostPort | undefined, b: HostPort) =>
+  a === undefined || (a.host === b.host && a.port === b.port);
+
+/**
+ * The process's settings, block by block: every block must bind the same addresses and port (one
+ * set of sockets answers them all, routing each name by its longest zone), no zone may have two
+ * blocks, and `prometheus` and `health` must say the same address wherever they appear; `reload`
+ * and `health`'s `lameduck` are the last block's that says one.
+ */
+export class ServerSettings {
+  listen: { addresses: readonly string[]; port: number; line: number } | undefined;
+  metrics: HostPort | undefined;
+  health: HostPort | undefined;
+  lameduckMs: number | undefined;
+  reloadMs: number | undefined;
+  private readonly zones = new Set<Fqdn>();
+
+  constructor(private readonly source: string) {}
+
+  take(block: ServerConfig): void {
+    const { source } = this;
+    const line = (plugin: string) => ({ line: block.lines.get(plugin) ?? block.line });
+    const binds = block.bind ?? ['0.0.0.0'];
+    for (const { zone, port } of block.keys) {
+      if (this.listen === undefined) this.listen = { addresses: binds, port, line: block.line };
+      else if (this.listen.port !== port || this.listen.addresses.join(' ') !== binds.join(' '))
+        fail(
+          block,
+          `every server block must bind the same addresses and port (line ${this.listen.line} has ${this.listen.addresses.join(' ')} port ${this.listen.port})`,
+          source,
+        );
+      if (this.zones.has(zone)) fail(block, `zone ${zone} has two server blocks`, source);
+      this.zones.add(zone);
+    }
+    if (block.reloadMs !== undefined) this.reloadMs = block.reloadMs;
+    if (block.prometheus) {
+      if (!sameAddress(this.metrics, block.prometheus))
+        fail(line('prometheus'), 'prometheus: every block must use the same address', source);
+      this.metrics = block.prometheus;
+    }
+    if (block.health) {
+      if (!sameAddress(this.health, block.health.address))
+        fail(line('health'), 'health: every block must use the same address', source);
+      this.health = block.health.address;
+      if (block.health.lameduckMs !== undefined) this.lameduckMs = block.health.lameduckMs;
+    }
+  }
+}
