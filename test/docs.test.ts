@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { forwarderFlags, nodeCacheFlags } from '@cluster-dns/forwarder';
 import { recordBuilderFlags } from '@cluster-dns/record-builder';
+import { PLUGIN_TABLE } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
 import { demoFlags } from '@cluster-dns/testkit';
 import { describe, expect, it } from 'vitest';
@@ -109,6 +110,16 @@ describe('the docs', () => {
     const readmes = files.filter((f) => /^packages\/.*README\.md$/.test(f));
     expect(readmes.length).toBeGreaterThan(6);
     expect(readmes.filter((f) => readFileSync(join(root, f)).length > 25 * 1024)).toEqual([]);
+  });
+
+  it('say for every plugin a Corefile may name whether it runs, is ignored or refused, as the reader does', () => {
+    const doc = readFileSync(`${root}/docs/corefile.md`, 'utf8');
+    const rows = new Map(
+      [...doc.matchAll(/^\| `([a-z0-9_]+)` \| (runs|ignored|refused) \|/gm)].map((m) => [m[1], m[2]] as const),
+    );
+    expect(Object.fromEntries(PLUGIN_TABLE.map(([name, support]) => [name, rows.get(name)]))).toEqual(
+      Object.fromEntries(PLUGIN_TABLE.map(([name, support]) => [name, support.status])),
+    );
   });
 
   it('have each chain stage’s test beside it', () => {

@@ -64,7 +64,7 @@ describe('the record-builder’s part of a Corefile', () => {
   it.each([
     [
       'two multicluster zones',
-      '.:53 {\n kubernetes cluster.local {\n  multicluster a.local b.local\n }\n}',
+      '.:53 {\n kubernetes cluster.local a.local b.local {\n  multicluster a.local b.local\n }\n}',
       2,
       'one clusterset zone',
     ],

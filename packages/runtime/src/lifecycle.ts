@@ -19,6 +19,14 @@ export interface MainSpec<Table extends Record<string, FlagDef<unknown>>> {
    * waiting for its children) stops what it began and rejects, and the process exits 0. A start
    * that ignores it is stopped once started, as before.
    */
+  /**
+   * A command that runs instead of the service when it returns an exit code (`-validate`: print
+   * and exit); undefined goes on to start.
+   */
+  command?(
+    values: FlagValues<Table>,
+    io: { stdout(text: string): void; stderr(text: string): void },
+  ): Promise<number | undefined> | number | undefined;
   start(
     values: FlagValues<Table>,
     context: { log: Logger; given: ReadonlySet<string>; signal: AbortSignal },
@@ -58,6 +66,13 @@ export async function runMain<Table extends Record<string, FlagDef<unknown>>>(
     hooks.stdout(formatFlagHelp(spec.program, spec.summary, spec.flags));
     hooks.exit(0);
     return;
+  }
+  if (spec.command) {
+    const code = await spec.command(parsed.values, { stdout: hooks.stdout, stderr: hooks.stderr });
+    if (code !== undefined) {
+      hooks.exit(code);
+      return;
+    }
   }
   const verbosity =
     typeof (parsed.values as Record<string, unknown>).v === 'number' ? (parsed.values as Record<string, number>).v : 0;

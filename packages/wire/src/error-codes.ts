@@ -9,7 +9,7 @@ export const ERROR_CODES = {
   FLAG_UNKNOWN: 'an argument names no flag',
   CONFIG_INVALID: 'a ConfigMap key is invalid; the last good configuration stays in use',
   KUBECONFIG_INVALID: 'no usable Kubernetes API configuration',
-  COREFILE_INVALID: 'a node-local Corefile line that does not parse or is outside the supported subset',
+  COREFILE_INVALID: 'a Corefile line that does not parse, or names a plugin or option this stack does not run',
   NODE_SETUP_FAILED: "a command setting up the node's interface or rules (ip, iptables, nft) failed",
   // Sockets.
   DNS_BIND: 'a DNS listener could not bind its address',
@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   // DNS on the wire.
   QUERY_MALFORMED: 'a message that cannot be read as DNS',
   NAME_INVALID: 'a name that cannot be written on the wire (label over 63 octets, name over 255)',
+  RECORD_TEXT_INVALID: 'a record in presentation form (a zone file line, a template answer) that does not read',
   ADDRESS_INVALID: 'text that is not an IP address where one is needed',
   DNS_TIMEOUT: 'no valid reply from a DNS server within the time allowed',
   DNS_CONNECTION_CLOSED: 'a DNS server closed the TCP connection before replying',

@@ -135,6 +135,19 @@ export {
   sameNameOctetsAt,
 } from './query.js';
 export { assembleReply, copyRecord, copyWithoutOpt, recordTarget } from './record-copy.js';
+export {
+  absoluteName,
+  classFromText,
+  classText,
+  isDnssecType,
+  parseRecordText,
+  RecordTextError,
+  recordText,
+  sameRecord,
+  ttlFromText,
+  typeFromText,
+  typeText,
+} from './record-text.js';
 export { findTurnRun, type TurnRun, turnRecords } from './record-turn.js';
 export type {
   AaaaRecord,
@@ -165,6 +178,7 @@ export {
 export { type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
 export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
 export { type AskedQuestion, answerThroughSearch } from './search-answer.js';
+export { type ReplySections, replyFromSections } from './section-reply.js';
 export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply, truncateToQuestion } from './truncate.js';
 export { LIBUV_UDP_BATCH, UdpBacklog } from './udp-backlog.js';
@@ -181,3 +195,4 @@ export {
   ZoneChangeReader,
   ZoneTransferError,
 } from './zone-change.js';
+export { parseZoneFile, type ZoneFileOptions } from './zone-file.js';

@@ -17,6 +17,8 @@ export async function readConfigSources(
   configDir: string,
   resolvFile: string | undefined,
   filePaths: readonly string[] = [],
+  /** What else the version depends on (a Corefile's imports: runtime's importsFingerprint). */
+  more?: (files: ReadonlyMap<string, string>) => string,
 ): Promise<RawConfig> {
   const data = configDir ? await readConfigDir(configDir) : new Map<string, string>();
   const resolvConf = await readResolvConf(resolvFile);
@@ -26,5 +28,6 @@ export async function readConfigSources(
   for (const [k, v] of data) hash.update(`${k}\0${v}\0`);
   for (const [k, v] of files) hash.update(`file ${k}\0${v}\0`);
   hash.update(JSON.stringify(resolvConf));
+  if (more) hash.update(`more\0${more(files)}`);
   return { version: hash.digest('hex').slice(0, 16), data, resolvConf, files };
 }

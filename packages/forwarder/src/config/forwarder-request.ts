@@ -46,6 +46,13 @@ export interface ForwarderRequest extends DnsRequest {
    * cache) answers it as the name it is, never walking a search path of its own for it.
    */
   ownQuestion?: true;
+  /**
+   * What went wrong, noted by the stage that met it (no upstream answered, a template that did not
+   * run): the errors plugin logs it, as CoreDNS's logs the error a plugin returns.
+   */
+  error?: Error;
+  /** How many lookups of the plugins' own (server/forwarder.ts) led to this question: bounded, so a loop ends. */
+  lookupDepth?: number;
 }
 
 /** The query with another question (same ID, flags and EDNS payload and DO bit), parsed, for the stages after. */

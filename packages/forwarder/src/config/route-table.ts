@@ -1,9 +1,9 @@
 import type { ClientLimits, HostPort } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, parentOf, ROOT, toFqdn } from '@cluster-dns/wire';
 import type { RouteCache } from './cache-policy.js';
-import type { ServerPolicy, ServerRule } from './server-flag.js';
+import type { RouteUpstream, ServerPolicy, ServerRule } from './server-flag.js';
 
-export type RouteKind = 'server' | 'stub' | 'upstream' | 'local';
+export type RouteKind = 'server' | 'stub' | 'upstream' | 'local' | 'unserved';
 
 export interface Route {
   /** ROOT for the default route. */
@@ -22,6 +22,8 @@ export interface Route {
   readonly cache: RouteCache | undefined;
   /** Its servers are all the cluster's DNS (RouteSources.carryClientTo): its queries name the client. */
   readonly carryClient: boolean;
+  /** TLS, health and failover of its servers (a Corefile forward's options); plain UDP/TCP when unset. */
+  readonly upstream: RouteUpstream | undefined;
   /** Stable text of where this route sends queries: equal ids mean cached answers stay valid. */
   readonly id: string;
 }
@@ -39,7 +41,12 @@ export interface RouteSources {
   /** Nameservers of --resolv-file, or empty with --no-resolv. */
   resolvConf: readonly HostPort[];
   /** How the default route asks and caches (a Corefile's `.` block). */
-  upstream?: { readonly forceTcp: boolean; readonly cache: RouteCache | undefined; readonly policy?: ServerPolicy };
+  upstream?: {
+    readonly forceTcp: boolean;
+    readonly cache: RouteCache | undefined;
+    readonly policy?: ServerPolicy;
+    readonly upstream?: RouteUpstream | undefined;
+  };
   /** The ConfigMap's `clientLimits`: per-client limits over the flags' (not routes, but read with them). */
   clientLimits?: Readonly<Partial<ClientLimits>>;
   /** Zones whose cached answers turn the order of their A and AAAA records (a Corefile's `loadbalance`). */
@@ -51,6 +58,9 @@ export interface RouteSources {
    */
   carryClientTo?: readonly string[];
 }
+
+/** What of a route's upstream options changes where answers come from (cached answers of another are not valid). */
+const upstreamText = (u: RouteUpstream | undefined) => (u?.tls ? `/tls:${u.tls.serverName ?? ''}` : '');
 
 const cacheText = (cache: RouteCache | undefined) =>
   cache === undefined ? '' : cache === 'off' ? '/nocache' : `/cache:${JSON.stringify(cache)}`;
@@ -71,6 +81,8 @@ export class RouteTable {
         cache: RouteCache | undefined;
         fallThrough: boolean | undefined;
         policy: ServerPolicy;
+        unserved: boolean;
+        upstream: RouteUpstream | undefined;
       }
     >();
     const plain: HostPort[] = [];
@@ -87,6 +99,8 @@ export class RouteTable {
           cache: rule.cache,
           fallThrough: rule.fallThrough,
           policy: rule.policy ?? 'sequential',
+          unserved: rule.unserved ?? false,
+          upstream: rule.upstream,
         };
         entry.servers.push(...rule.servers);
         servers.set(domain, entry);
@@ -101,6 +115,8 @@ export class RouteTable {
         cache: undefined,
         fallThrough: undefined,
         policy: 'sequential' as ServerPolicy,
+        unserved: false,
+        upstream: undefined,
       };
       entry.servers.push(...list);
       servers.set(key, entry);
@@ -109,7 +125,7 @@ export class RouteTable {
     const carryTo = sources.carryClientTo ?? [];
     const carries = (list: readonly HostPort[]) => list.length > 0 && list.every((s) => carryTo.includes(s.host));
     for (const [domain, entry] of servers) {
-      const kind: RouteKind = entry.servers.length === 0 ? 'local' : entry.kind;
+      const kind: RouteKind = entry.unserved ? 'unserved' : entry.servers.length === 0 ? 'local' : entry.kind;
       const loadbalance = turning(domain);
       this.byDomain.set(domain, {
         domain,
@@ -121,7 +137,8 @@ export class RouteTable {
         forceTcp: entry.forceTcp,
         cache: entry.cache,
         carryClient: carries(entry.servers),
-        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${loadbalance ? '/lb' : ''}${carries(entry.servers) ? '/client' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
+        upstream: entry.upstream,
+        id: `${domain}>${kind}${entry.forceTcp ? '/tcp' : ''}${upstreamText(entry.upstream)}${loadbalance ? '/lb' : ''}${carries(entry.servers) ? '/client' : ''}${cacheText(entry.cache)}:${entry.servers.map(serverText).join(',')}`,
       });
     }
     const defaults = [
@@ -138,7 +155,8 @@ export class RouteTable {
       forceTcp: sources.upstream?.forceTcp ?? false,
       cache: sources.upstream?.cache,
       carryClient: carries(defaults),
-      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${carries(defaults) ? '/client' : ''}${turning(ROOT) ? '/lb' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
+      upstream: sources.upstream?.upstream,
+      id: `.>upstream${sources.upstream?.forceTcp ? '/tcp' : ''}${upstreamText(sources.upstream?.upstream)}${carries(defaults) ? '/client' : ''}${turning(ROOT) ? '/lb' : ''}${cacheText(sources.upstream?.cache)}:${defaults.map(serverText).join(',')}`,
     };
   }
 
@@ -163,7 +181,10 @@ export class RouteTable {
 
   describe(): Record<string, string[]> {
     return Object.fromEntries(
-      this.routes().map((r) => [r.domain, r.kind === 'local' ? ['(local)'] : r.servers.map(serverText)]),
+      this.routes().map((r) => [
+        r.domain,
+        r.kind === 'local' ? ['(local)'] : r.kind === 'unserved' ? ['(none)'] : r.servers.map(serverText),
+      ]),
     );
   }
 }

@@ -20,6 +20,35 @@ export interface ServerRule {
   readonly fallThrough?: boolean;
   /** Which server is asked first (a Corefile forward's `policy`); in order when unset, as dnsmasq -o. */
   readonly policy?: ServerPolicy;
+  /** A Corefile zone nothing forwards (a block of file or template only, a forward's `except`): SERVFAIL. */
+  readonly unserved?: true;
+  /** How its servers are asked beyond UDP and TCP: TLS, health, failover (a Corefile forward's options). */
+  readonly upstream?: RouteUpstream;
+}
+
+/** A Corefile forward's options for how its servers are asked (plugins/forward). */
+export interface RouteUpstream {
+  /** DNS over TLS (RFC 7858) on kept connections: the name the servers' certificates must hold, and files. */
+  readonly tls?: {
+    readonly serverName: string | undefined;
+    readonly ca: string | undefined;
+    readonly cert: string | undefined;
+    readonly key: string | undefined;
+  };
+  /** Failures in a row that mark a server down (asked last, probed until it answers); 0: never. */
+  readonly maxFails: number;
+  /** How often a server marked down is probed (`. IN NS`, or `domain`), and whether with RD. */
+  readonly healthCheckMs: number;
+  readonly healthRecursionDesired: boolean;
+  readonly healthDomain: Fqdn;
+  /** Rcodes that are asked of the next server too (beyond SERVFAIL and REFUSED). */
+  readonly failover: readonly number[];
+  /** SERVFAIL at once when every server is down (failfast_all_unhealthy_upstreams). */
+  readonly failfast: boolean;
+  /** How long a kept TCP or TLS connection may idle. */
+  readonly expireMs: number;
+  /** One server's wait (read_timeout); the forwarder's --upstream-timeout when unset. */
+  readonly readTimeoutMs: number | undefined;
 }
 
 const EXPECTED = '/domain/ip[#port], /domain1/domain2/ip[#port], /domain/ (local only) or ip[#port]';

@@ -121,7 +121,9 @@ describe('node-local mode’s Corefile', () => {
     expect(plan.rules[0]?.servers).toEqual([{ host: '192.0.2.1', port: 53 }]);
     expect(plan.rules[0]?.cache).toMatchObject({ maxCacheTtlSeconds: 60, minCacheTtlSeconds: 1 });
     expect(plan.cacheSize).toBe(100 + 9984);
-    expect(plan.logQueries).toBe(true);
+    // `log` is the log stage's, per block, not the process's --log-queries.
+    expect(plan.logQueries).toBe(false);
+    expect(plan.servers.some((b) => b.log)).toBe(true);
     expect(plan.lameduckMs).toBe(3000);
   });
 
@@ -136,16 +138,16 @@ describe('node-local mode’s Corefile', () => {
       'a plugin outside the subset',
       '.:53 {\n  forward . 1.1.1.1\n  kubernetes cluster.local\n}',
       3,
-      'plugin "kubernetes"',
+      'kubernetes: not supported in node-local mode',
     ],
     ['an unclosed block', '.:53 {\n  forward . 1.1.1.1\n', 1, 'not closed'],
-    ['an import', '.:53 {\n  import common\n}', 2, '"import"'],
+    ['an import of a file that is not there', '.:53 {\n  import /nonexistent/common\n}', 2, 'import: cannot read'],
     ['a bind to an interface name', '.:53 {\n bind eth0\n forward . 1.1.1.1\n}', 2, 'not an IP address'],
     [
-      'a forward option outside the subset',
-      '.:53 {\n forward . 1.1.1.1 {\n  health_check 1s\n }\n}',
+      'a forward option CoreDNS does not have',
+      '.:53 {\n forward . 1.1.1.1 {\n  spray\n }\n}',
       3,
-      '"health_check"',
+      '"spray" is not supported',
     ],
     [
       'a cache option outside the subset',
@@ -161,7 +163,7 @@ describe('node-local mode’s Corefile', () => {
     ],
     ['a zone given twice', 'a.org {\n forward . 1.1.1.1\n}\na.org {\n forward . 1.1.1.1\n}', 4, 'two server blocks'],
     ['a block with no forward', 'a.org {\n cache 30\n}', 1, 'has no forward'],
-    ['a forward to a name', 'a.org {\n forward . dns.google\n}', 2, 'not an IP address'],
+    ['a forward to a name', 'a.org {\n forward . dns.google\n}', 2, 'upstreams are IP addresses here'],
     [
       'a resolv.conf outside the root block',
       'a.org {\n forward . /etc/resolv.conf\n}',

@@ -2,8 +2,16 @@ import type { ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime
 import { type Fqdn, ROOT } from '@cluster-dns/wire';
 import type { RouteCache } from '../config/cache-policy.js';
 import type { ServerRule } from '../config/server-flag.js';
-import { type ScopedAcl, scopedAcl } from '../plugins/acl/acl-rules.js';
-import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from '../server/corefile-plan.js';
+import type { ScopedHosts } from '../plugins/hosts/hosts-table.js';
+import {
+  blockFilesOf,
+  type FileSource,
+  fail,
+  type ProcessPlan,
+  routeCacheOf,
+  ServerSettings,
+  upstreamOf,
+} from '../server/corefile-plan.js';
 
 /** Where one zone's queries go, and how its answers are cached. */
 export interface ZonePlan {
@@ -16,6 +24,8 @@ export interface ZonePlan {
   readonly cache: RouteCache;
   /** Entries this block's cache may hold (CoreDNS: success + denial capacity); 0 without `cache`. */
   readonly capacity: number;
+  /** TLS, health and failover of its servers. */
+  readonly upstream: ServerRule['upstream'];
 }
 
 /** A Corefile of nodelocaldns.yaml's shape, as the forwarder runs it. */
@@ -24,8 +34,10 @@ export interface NodeLocalPlan extends ProcessPlan {
   readonly rules: readonly ServerRule[];
   /** The `.` block; undefined when there is none (then names outside every zone are REFUSED). */
   readonly root: ZonePlan | undefined;
-  /** Each block's `acl`, for the names it serves. */
-  readonly acls: readonly ScopedAcl[];
+  readonly hosts: readonly ScopedHosts[];
+  readonly files: readonly FileSource[];
+  /** The blocks as read, for the plugins each gives per block (server/block-plugins.ts). */
+  readonly servers: readonly ServerConfig[];
 }
 
 /**
@@ -35,21 +47,13 @@ export interface NodeLocalPlan extends ProcessPlan {
  */
 export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefile'): NodeLocalPlan {
   const settings = new ServerSettings(source);
-  let logQueries = false;
+  // `log` is the log stage's (per block, with its classes and format), not --log-queries.
+  const logQueries = false;
   let loopDetect = false;
   let prefetchHits: number | undefined;
   let forwardMax: number | undefined;
   const zones: ZonePlan[] = [];
-  const acls: ScopedAcl[] = [];
   for (const block of servers) {
-    if (block.acl)
-      acls.push(
-        scopedAcl(
-          block.acl,
-          block.keys.map((k) => k.zone),
-        ),
-      );
-    logQueries ||= block.log;
     loopDetect ||= block.loop;
     const cache = block.cache && routeCacheOf(block.cache);
     if (block.cache) {
@@ -79,6 +83,7 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
         policy: forward.policy,
         cache: cache?.cache ?? 'off',
         capacity: cache?.capacity ?? 0,
+        upstream: upstreamOf(forward),
       });
     }
   }
@@ -91,6 +96,7 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
       forceTcp: z.forceTcp,
       policy: z.policy,
       cache: z.cache,
+      upstream: z.upstream,
       // The cluster's DNS already sent unknown reverse names upstream: asking again is waste.
       fallThrough: false,
     }));
@@ -112,6 +118,7 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
     prefetchHits,
     reloadMs,
     forwardMax,
-    acls,
+    ...blockFilesOf(servers),
+    servers,
   };
 }

@@ -3,7 +3,9 @@ import { writeFile } from 'node:fs/promises';
 import {
   ConfigError,
   type HostPort,
+  importsFingerprint,
   type Logger,
+  originText,
   parseKubeDnsConfig,
   readCorefile,
   toTcpBackpressure,
@@ -14,7 +16,8 @@ import type { RawConfig } from '../config/config-source.js';
 import { readConfigSources } from '../config/config-source.js';
 import { toIsolationOptions } from '../isolation/isolation-flags.js';
 import { domainOf, type ForwarderOptions, resolvSearchOf } from '../options.js';
-import type { BlockPlugins } from '../server/block-plugins.js';
+import { type BlockPlugins, readBlockPlugins } from '../server/block-plugins.js';
+import { fileReader } from '../server/corefile-setup.js';
 import type { ForwarderDeps } from '../server/forwarder.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
 import { localIpsOf, type NodeCacheValues } from './node-cache-options.js';
@@ -44,9 +47,14 @@ function sourcesOf(
     stubDomains: new Map(),
     upstreamNameservers: [],
     resolvConf: root && !rootServers ? raw.resolvConf : [],
-    upstream: { forceTcp: root?.forceTcp ?? false, cache: root?.cache ?? 'off', policy: root?.policy ?? 'random' },
+    upstream: {
+      forceTcp: root?.forceTcp ?? false,
+      cache: root?.cache ?? 'off',
+      policy: root?.policy ?? 'random',
+      upstream: root?.upstream,
+    },
     clientLimits,
-    plugins: { rewrites: [], hosts: [], acls: plan.acls },
+    plugins: readBlockPlugins(plan, fileReader(raw)),
   };
 }
 
@@ -75,6 +83,7 @@ export async function nodeCacheForwarder(
   const clusterDns = deps.env[serviceVar];
 
   let lastText = '';
+  const warned = new Set<string>();
   // `withKubeDns` false: the Corefile alone, as when the kube-dns ConfigMap is invalid and no valid
   // one was seen yet (node-cache then runs without its stub domains too).
   const planOf = (raw: RawConfig, withKubeDns = true) => {
@@ -91,7 +100,19 @@ export async function nodeCacheForwarder(
         'Corefile',
         `${PLACEHOLDER.clusterDns} is used but ${serviceVar} is not set (-upstreamsvc ${values.upstreamsvc}: the kubelet sets it for a Service that exists when the Pod starts)`,
       );
-    return { text, plan: planNodeLocal(readCorefile(text, { source: basePath, mode: 'node-local' }), basePath) };
+    const servers = readCorefile(text, {
+      source: basePath,
+      mode: 'node-local',
+      env: deps.env,
+      onWarning: (w) => {
+        // Each warning once per process, however often the file is read again.
+        const line = `${originText(w)}: ${w.message}`;
+        if (warned.has(line)) return;
+        warned.add(line);
+        log.warn('Corefile', { at: originText(w), warning: w.message });
+      },
+    });
+    return { text, plan: planNodeLocal(servers, basePath) };
   };
   const writeRendered = async (text: string) => {
     if (!deps.writeRendered || text === lastText || values.conf === '') return;
@@ -167,8 +188,11 @@ export async function nodeCacheForwarder(
   // The cluster's DNS learns which pod asked (wire's CLIENT_ADDRESS_OPTION) on the blocks that
   // forward to it, and only those: a stub domain's or the upstreams' servers never see it.
   const carryClientTo = values['carry-client-address'] && clusterDns !== undefined ? [clusterDns] : [];
+  const watched = [...new Set([...plan.hosts.map((h) => h.file), ...plan.files.map((f) => f.file)])];
   const config = {
-    files: [basePath],
+    files: [basePath, ...watched],
+    versionOf: (files: ReadonlyMap<string, string>) =>
+      importsFingerprint(files.get(basePath) ?? '', basePath, { env: deps.env }),
     routesFrom: (raw: RawConfig) => {
       const next = planOf(raw);
       const fixed = (p: NodeLocalPlan) => JSON.stringify([p.listenAddresses, p.port, p.metrics, p.health, p.cacheSize]);

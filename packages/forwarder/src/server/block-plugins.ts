@@ -1,6 +1,20 @@
-import type { ScopedAcl } from '../plugins/acl/acl-rules.js';
-import type { HostsTable } from '../plugins/hosts/hosts-table.js';
+import {
+  type ChaosConfig,
+  ConfigError,
+  type Dns64Config,
+  type ErrorsConfig,
+  type LogRule,
+  parseHostsText,
+  type ServerConfig,
+  type TemplateConfig,
+} from '@cluster-dns/runtime';
+import { type Fqdn, RecordTextError } from '@cluster-dns/wire';
+import type { BlockScoped } from '../config/block-scoped.js';
+import { type ScopedAcl, scopedAcl } from '../plugins/acl/acl-rules.js';
+import { FileZone } from '../plugins/file/file-zone.js';
+import { HostsTable, type ScopedHosts } from '../plugins/hosts/hosts-table.js';
 import type { ScopedRewrites } from '../plugins/rewrite/name-rewrite.js';
+import { corefilePath, type FileSource } from './corefile-plan.js';
 
 /**
  * What a configuration's server blocks give the plugins that read them per block (Corefile mode and
@@ -11,6 +25,87 @@ export interface BlockPlugins {
   readonly hosts: readonly HostsTable[];
   /** `acl` blocks: who may ask what, by zone (plugins/acl). */
   readonly acls: readonly ScopedAcl[];
+  readonly templates: readonly BlockScoped<readonly TemplateConfig[]>[];
+  readonly logs: readonly BlockScoped<readonly LogRule[]>[];
+  readonly errors: readonly BlockScoped<ErrorsConfig>[];
+  readonly bufsize: readonly BlockScoped<number>[];
+  readonly dns64: readonly BlockScoped<Dns64Config>[];
+  readonly any: readonly BlockScoped<true>[];
+  readonly chaos: readonly BlockScoped<ChaosConfig>[];
+  readonly files: readonly FileZone[];
 }
 
-export const NO_BLOCK_PLUGINS: BlockPlugins = Object.freeze({ rewrites: [], hosts: [], acls: [] });
+export const NO_BLOCK_PLUGINS: BlockPlugins = Object.freeze({
+  rewrites: [],
+  hosts: [],
+  acls: [],
+  templates: [],
+  logs: [],
+  errors: [],
+  bufsize: [],
+  dns64: [],
+  any: [],
+  chaos: [],
+  files: [],
+});
+
+/** The plugins of every block that need no file read: the rest (hosts, file) are built from what was read. */
+export function blockPluginsOf(
+  servers: readonly ServerConfig[],
+  built: { hosts: readonly HostsTable[]; files: readonly FileZone[] },
+): BlockPlugins {
+  const scoped = <T>(pick: (block: ServerConfig) => T | undefined): BlockScoped<T>[] =>
+    servers.flatMap((block) => {
+      const value = pick(block);
+      return value === undefined ? [] : [{ zones: zonesOf(block), value }];
+    });
+  return {
+    rewrites: servers.flatMap((b) => (b.rewrite.length ? [{ zones: zonesOf(b), rules: b.rewrite }] : [])),
+    hosts: built.hosts,
+    acls: servers.flatMap((b) => b.acls.map((acl) => scopedAcl(acl, zonesOf(b)))),
+    // A template without zones of its own takes the block's (plugin.OriginsFromArgsOrServerBlock).
+    templates: scoped((b) =>
+      b.templates.length ? b.templates.map((t) => ({ ...t, zones: t.zones ?? zonesOf(b) })) : undefined,
+    ),
+    logs: scoped((b) => (b.logRules.length ? b.logRules : undefined)),
+    errors: scoped((b) => b.errorsConfig),
+    bufsize: scoped((b) => b.bufsize),
+    dns64: scoped((b) => b.dns64),
+    any: scoped((b) => (b.any ? true : undefined)),
+    chaos: scoped((b) => b.chaos),
+    files: built.files,
+  };
+}
+
+export const zonesOf = (block: ServerConfig): Fqdn[] => block.keys.map((k) => k.zone);
+
+/**
+ * Every block's plugins from what was read: hosts tables and file zones built from their files
+ * (`read` gives a file's text, or undefined when it was not read), the rest as the blocks say.
+ * Throws ConfigError naming a file that did not read or a zone that does not parse.
+ */
+export function readBlockPlugins(
+  plan: { servers: readonly ServerConfig[]; hosts: readonly ScopedHosts[]; files: readonly FileSource[] },
+  read: (path: string) => string | undefined,
+): BlockPlugins {
+  const text = (what: string, path: string) => {
+    const found = read(path);
+    if (found === undefined)
+      throw new ConfigError('Corefile', `${what} ${path}: not read (a new file needs a restart)`);
+    return found;
+  };
+  // A hosts file that is not there serves its inline entries, as CoreDNS's does.
+  const hosts = plan.hosts.map((h) => new HostsTable(h, parseHostsText(read(h.file) ?? '')));
+  const files = plan.files.map((f) => {
+    try {
+      return FileZone.fromText(text('file', f.file), f.origin, {
+        fallthrough: f.fallthrough,
+        include: (path) => text('file $INCLUDE', corefilePath(path, undefined, f.file)),
+      });
+    } catch (error) {
+      if (error instanceof RecordTextError) throw new ConfigError('Corefile', `file ${f.file}: ${error.message}`);
+      throw error;
+    }
+  });
+  return blockPluginsOf(plan.servers, { hosts, files });
+}

@@ -1,12 +1,46 @@
-import { type CacheConfig, CorefileError, type HostPort, type ServerConfig } from '@cluster-dns/runtime';
+import { dirname, isAbsolute, join } from 'node:path';
+import {
+  type CacheConfig,
+  CorefileError,
+  type FileConfig,
+  type ForwardConfig,
+  type HostPort,
+  type ServerConfig,
+} from '@cluster-dns/runtime';
 import type { Fqdn } from '@cluster-dns/wire';
 import type { CachePolicy } from '../config/cache-policy.js';
+import type { RouteUpstream } from '../config/server-flag.js';
+import type { ScopedHosts } from '../plugins/hosts/hosts-table.js';
 
 // What node-local mode and Corefile mode read alike from a Corefile's server blocks: the settings
 // of the one process every block runs in, and a block's cache as one route's policy.
 
-export function fail(at: { line: number }, message: string, source: string): never {
-  throw new CorefileError(at.line, message, source);
+export function fail(at: { line: number; file?: string }, message: string, source: string): never {
+  throw new CorefileError(at.line, message, at.file ?? source);
+}
+
+/** One zone of a `file` line: what to read, and where relative names are read from. */
+export interface FileSource extends FileConfig {
+  readonly origin: Fqdn;
+  /** The block's `root`, if any. */
+  readonly root: string | undefined;
+  /** The file the `file` line is in (its folder is where relative names are read from without `root`). */
+  readonly corefileDir: string;
+}
+
+/** A forward's options for how its servers are asked, as a route carries them. */
+export function upstreamOf(f: ForwardConfig): RouteUpstream {
+  return {
+    ...(f.tls ? { tls: { serverName: f.tls.serverName, ca: f.tls.ca, cert: f.tls.cert, key: f.tls.key } } : {}),
+    maxFails: f.maxFails,
+    healthCheckMs: f.healthCheck.intervalMs,
+    healthRecursionDesired: f.healthCheck.recursionDesired,
+    healthDomain: f.healthCheck.domain,
+    failover: f.failover,
+    failfast: f.failfastAllUnhealthy,
+    expireMs: f.expireMs,
+    readTimeoutMs: f.readTimeoutMs,
+  };
 }
 
 /** A block's `cache` as one route's policy: CoreDNS's success and denial kinds on our one policy. */
@@ -89,4 +123,35 @@ export class ServerSettings {
       if (block.health.lameduckMs !== undefined) this.lameduckMs = block.health.lameduckMs;
     }
   }
+}
+
+/** A file a Corefile line names, as read: absolute, from the block's `root`, else from the Corefile's folder. */
+export function corefilePath(file: string, root: string | undefined, corefile: string): string {
+  if (isAbsolute(file)) return file;
+  return join(root ?? dirname(corefile), file);
+}
+
+/** What every block's hosts and file lines read, with their paths made whole. */
+export function blockFilesOf(servers: readonly ServerConfig[]): { hosts: ScopedHosts[]; files: FileSource[] } {
+  const hosts: ScopedHosts[] = [];
+  const files: FileSource[] = [];
+  for (const block of servers) {
+    const zones = block.keys.map((k) => k.zone);
+    if (block.hosts)
+      hosts.push({
+        ...block.hosts,
+        file: corefilePath(block.hosts.file, block.root, block.file),
+        zones: block.hosts.zones ?? zones,
+      });
+    for (const file of block.files)
+      for (const origin of file.zones ?? zones)
+        files.push({
+          ...file,
+          file: corefilePath(file.file, block.root, block.file),
+          origin,
+          root: block.root,
+          corefileDir: block.file,
+        });
+  }
+  return { hosts, files };
 }

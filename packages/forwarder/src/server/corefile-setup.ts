@@ -1,18 +1,18 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import {
-  ConfigError,
   type FlagValues,
   type HostPort,
+  importsFingerprint,
   type Logger,
+  originText,
   parseHostPort,
-  parseHostsText,
   readCorefile,
 } from '@cluster-dns/runtime';
 import type { Configured } from '../config/config-reloader.js';
 import type { RawConfig } from '../config/config-source.js';
 import { type ForwarderOptions, type forwarderFlags, resolvSearchOf, toForwarderOptions } from '../options.js';
-import { HostsTable } from '../plugins/hosts/hosts-table.js';
-import type { BlockPlugins } from './block-plugins.js';
+import { type BlockPlugins, readBlockPlugins } from './block-plugins.js';
 import type { ForwarderDeps } from './forwarder.js';
 import { type PodPlan, planPod } from './pod-plan.js';
 
@@ -26,15 +26,23 @@ export interface CorefileForwarder {
 const resolvFileOf = (plan: PodPlan) =>
   plan.root && !Array.isArray(plan.root.servers) ? (plan.root.servers as { resolvFile: string }).resolvFile : undefined;
 
-/** The routes of a plan, with its hosts tables built from the files read. */
+/** A file's text as read with the config, or (a file named since, or an $INCLUDE) from the disk now. */
+export function fileReader(raw: RawConfig): (path: string) => string | undefined {
+  return (path) => {
+    const read = raw.files?.get(path);
+    if (read !== undefined) return read;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return undefined;
+    }
+  };
+}
+
+/** The routes of a plan, and its blocks' plugins built from the files read. */
 function sourcesOf(plan: PodPlan, raw: RawConfig): Configured<BlockPlugins> {
   const root = plan.root;
   const rootServers = root && Array.isArray(root.servers) ? (root.servers as readonly HostPort[]) : undefined;
-  const hosts = plan.hosts.map((h) => {
-    const text = raw.files?.get(h.file);
-    if (text === undefined) throw new ConfigError('Corefile', `hosts ${h.file}: not read (a new file needs a restart)`);
-    return new HostsTable(h, parseHostsText(text));
-  });
   return {
     rules: [...plan.rules, ...(rootServers ? [{ domains: [], servers: rootServers }] : [])],
     stubDomains: new Map(),
@@ -44,9 +52,10 @@ function sourcesOf(plan: PodPlan, raw: RawConfig): Configured<BlockPlugins> {
       forceTcp: root?.forceTcp ?? false,
       cache: root?.cache ?? 'off',
       policy: root?.policy ?? 'random',
+      upstream: root?.upstream,
     },
     loadbalance: plan.loadbalance,
-    plugins: { rewrites: plan.rewrites, hosts, acls: plan.acls },
+    plugins: readBlockPlugins(plan, fileReader(raw)),
   };
 }
 
@@ -59,15 +68,34 @@ function sourcesOf(plan: PodPlan, raw: RawConfig): Configured<BlockPlugins> {
  */
 export async function corefileForwarder(
   values: FlagValues<typeof forwarderFlags>,
-  deps: { log: Logger },
+  deps: { log: Logger; env?: Readonly<Record<string, string | undefined>> },
 ): Promise<CorefileForwarder> {
   const path = values.corefile;
   const recordBuilder = parseHostPort(values['kubernetes-server'], 53, '--kubernetes-server');
-  const planOf = (text: string) => planPod(readCorefile(text, { source: path, mode: 'pod' }), recordBuilder, path);
+  const warned = new Set<string>();
+  const planOf = (text: string) =>
+    planPod(
+      readCorefile(text, {
+        source: path,
+        mode: 'pod',
+        ...(deps.env ? { env: deps.env } : {}),
+        onWarning: (w) => {
+          // Each warning once per process, however often the file is read again.
+          const line = `${originText(w)}: ${w.message}`;
+          if (warned.has(line)) return;
+          warned.add(line);
+          deps.log.warn('Corefile', { at: originText(w), warning: w.message });
+        },
+      }),
+      recordBuilder,
+      path,
+    );
   const plan = planOf(await readFile(path, 'utf8'));
   const flags = toForwarderOptions(values);
-  const hostsFiles = [...new Set(plan.hosts.map((h) => h.file))];
-  const hostsReloadMs = plan.hosts.map((h) => h.reloadMs).filter((ms) => ms > 0);
+  const watched = [...new Set([...plan.hosts.map((h) => h.file), ...plan.files.map((f) => f.file)])];
+  const fileReloadMs = [...plan.hosts.map((h) => h.reloadMs), ...plan.files.map((f) => f.reloadMs)].filter(
+    (ms) => ms > 0,
+  );
   const options: ForwarderOptions = {
     ...flags,
     rules: [],
@@ -85,7 +113,7 @@ export async function corefileForwarder(
     logQueries: plan.logQueries || flags.logQueries,
     // The kube-dns ConfigMap has no part in Corefile mode: the Corefile says it all.
     configDir: '',
-    configPollMs: Math.min(plan.reloadMs ?? 30_000, ...hostsReloadMs),
+    configPollMs: Math.min(plan.reloadMs ?? 30_000, ...fileReloadMs),
     metricsPort: plan.metrics?.port ?? flags.metricsPort,
     metricsAddress: plan.metrics?.host ?? flags.metricsAddress,
     // CoreDNS serves nothing stale unless told (serve_stale), and prefetches only with prefetch.
@@ -108,14 +136,18 @@ export async function corefileForwarder(
       p.cacheSize,
       resolvFileOf(p),
       p.hosts.map((h) => h.file),
+      p.files.map((f) => f.file),
     ]);
   const config = {
-    files: [path, ...hostsFiles],
+    files: [path, ...watched],
+    // AKS's and k3s's coredns-custom arrive through imports: a change there is a change too.
+    versionOf: (files: ReadonlyMap<string, string>) =>
+      importsFingerprint(files.get(path) ?? '', path, deps.env ? { env: deps.env } : {}),
     routesFrom: (raw: RawConfig) => {
       const next = planOf(raw.files?.get(path) ?? '');
       if (fixed(next) !== fixed(plan))
         deps.log.warn(
-          'the Corefile changed its binds, port, prometheus, health, cache size, resolv.conf or hosts files: those apply at the next restart',
+          'the Corefile changed its binds, port, prometheus, health, cache size, resolv.conf, hosts or zone files: those apply at the next restart',
         );
       return sourcesOf(next, raw);
     },

@@ -1,4 +1,5 @@
-import type { Buffer } from 'node:buffer';
+import { Buffer } from 'node:buffer';
+import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { type ClientLimits, FlagError, type Logger, ServerCore, sleep } from '@cluster-dns/runtime';
 import {
@@ -10,7 +11,10 @@ import {
   createUpstreamTcp,
   createUpstreamUdp,
   type DnsListener,
+  decodeMessage,
   encodeMessage,
+  type Fqdn,
+  type Next,
   OPCODE,
   parseQuery,
   QCLASS,
@@ -24,32 +28,40 @@ import {
 import { Registry } from 'prom-client';
 import { type Configured, createConfigReloader } from '../config/config-reloader.js';
 import { type RawConfig, readConfigSources } from '../config/config-source.js';
-import type { ForwarderRequest } from '../config/forwarder-request.js';
+import { type ForwarderRequest, ownRequest } from '../config/forwarder-request.js';
 import { serverText } from '../config/route-table.js';
 import { ClientDoor } from '../isolation/client-door.js';
 import { ClientTally } from '../isolation/client-tally.js';
 import { clusterZoneOf, type ForwarderOptions, listenerSettingsOf } from '../options.js';
 import { AclStage, type ScopedAcl } from '../plugins/acl/acl-stage.js';
+import { AnyStage } from '../plugins/any/any-stage.js';
 import { AutopathStage } from '../plugins/autopath/autopath-stage.js';
 import { clientEntryOf, clientMapName } from '../plugins/autopath/client-map.js';
 import { chainFirst } from '../plugins/autopath/search-path.js';
+import { BufsizeStage } from '../plugins/bufsize/bufsize-stage.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from '../plugins/cache/cache.js';
 import { CacheStage, type CacheStageCounts } from '../plugins/cache/cache-stage.js';
 import { ChaosStage } from '../plugins/chaos/chaos-stage.js';
 import type { StatsSnapshot } from '../plugins/chaos/chaos-stats.js';
+import { Dns64Stage } from '../plugins/dns64/dns64-stage.js';
+import { ErrorsStage } from '../plugins/errors/errors-stage.js';
+import { FileStage } from '../plugins/file/file-stage.js';
 import { ForwardStage } from '../plugins/forward/forward-stage.js';
 import { RouteBudget } from '../plugins/forward/route-budget.js';
 import { UpstreamStats } from '../plugins/forward/upstream-stats.js';
 import { HostsStage } from '../plugins/hosts/hosts-stage.js';
+import { LogStage } from '../plugins/log/log-stage.js';
 import { createLoopDetector } from '../plugins/loop/loop-detect.js';
 import { LoopGuardStage } from '../plugins/loop/loop-guard-stage.js';
 import { NotifyStage } from '../plugins/notify/notify-stage.js';
 import { createZoneTransfers } from '../plugins/notify/zone-transfers.js';
 import { RewriteStage } from '../plugins/rewrite/rewrite-stage.js';
 import { SubdomainGuardStage } from '../plugins/subdomain-guard/subdomain-guard-stage.js';
+import { TemplateStage } from '../plugins/template/template-stage.js';
 import { TransferRelayStage } from '../plugins/transfer/transfer-relay-stage.js';
 import { type BlockPlugins, NO_BLOCK_PLUGINS } from './block-plugins.js';
 import { createHitLane } from './hit-lane.js';
+import { laneBypassOf } from './lane-bypass.js';
 import { createForwarderMetrics, serverLabelOf, shedOf, tcpCountsOf } from './metrics.js';
 import { NamespaceTally, namespaceQueriesMetric } from './namespace-tally.js';
 import { ServerQueryCounts } from './query-counts.js';
@@ -68,6 +80,8 @@ export interface ForwarderDeps {
    */
   config?: {
     files: readonly string[];
+    /** What else the config's version depends on, given the files read (a Corefile's imports). */
+    versionOf?(files: ReadonlyMap<string, string>): string;
     routesFrom(raw: RawConfig): Configured<BlockPlugins>;
     defaultsFrom?(raw: RawConfig): Configured<BlockPlugins>;
   };
@@ -88,7 +102,12 @@ export interface ForwarderDeps {
    * shared store (shared-cache/), which a pool's lanes read too.
    */
   sharedCache?: AnswerCache;
+  /** hostname.bind's answer (the Pod's name); the host's name by default. */
+  hostname?: string;
 }
+
+/** How deep the plugins' own lookups may go into the chain again (a template whose CNAME points at itself). */
+const MAX_LOOKUP_DEPTH = 8;
 
 export interface Forwarder extends Serving {
   /** Re-reads --config-dir and --resolv-file now (the poll does this on its own). */
@@ -141,9 +160,11 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const upstreamTcp = createUpstreamTcp({ idleTimeoutMs: 10_000 });
 
   let aclsStand = false;
+  /** What the express lane leaves to the chain for the plugins before the cache (lane-bypass.ts). */
+  let pluginsFirst: ReturnType<typeof laneBypassOf>;
   const config = createConfigReloader<BlockPlugins>({
     noPlugins: NO_BLOCK_PLUGINS,
-    read: () => readConfigSources(options.configDir, options.resolvFile, deps.config?.files),
+    read: () => readConfigSources(options.configDir, options.resolvFile, deps.config?.files, deps.config?.versionOf),
     rules: options.rules,
     ...(deps.config ? { routesFrom: deps.config.routesFrom } : {}),
     ...(deps.config?.defaultsFrom ? { defaultsFrom: deps.config.defaultsFrom } : {}),
@@ -156,9 +177,12 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       deps.pooled?.onLimits(limits);
     },
     onApplied: (next, _previous, plugins) => {
+      pluginsFirst = laneBypassOf(plugins);
       // An acl must see every query: no hit is answered before the chain while one stands.
       aclsStand = options.acl.length > 0 || plugins.acls.length > 0;
-      deps.pooled?.setChainOnly?.(aclsStand);
+      // A pool's lanes know no config: any plugin before the cache that the lane must heed sends
+      // every query of theirs to this chain (worker 0's lane checks each reply itself).
+      deps.pooled?.setChainOnly?.(aclsStand || pluginsFirst !== undefined);
       // Cached answers of routes that did not change stay valid.
       const dropped = cache.dropStale((name) => next.routeFor(name).id);
       if (options.loopDetect && listeners.length > 0) void loops.check(next.servers());
@@ -240,7 +264,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       }),
     version: VERSION,
   });
-  const chaos = new ChaosStage(stats);
+  const chaos = new ChaosStage({ stats, configs: () => config.plugins().chaos, hostname: deps.hostname ?? hostname() });
   const rewrite = new RewriteStage(() => config.plugins().rewrites);
   const hosts = new HostsStage(() => config.plugins().hosts);
   // Who asked: the sender, or the pod a trusted node cache names (acl and autopath judge that pod).
@@ -262,21 +286,53 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         (name) => config.routes().routeFor(name).domain === options.autopath?.zone,
       )
     : undefined;
+  // A name the plugins after the chain's top look up on their own (a template's or zone file's
+  // CNAME target, dns64's A records) goes through the whole chain again, as CoreDNS's upstream.
+  const lookup = async (request: ForwarderRequest, name: Fqdn, qtype: number) => {
+    const depth = (request.lookupDepth ?? 0) + 1;
+    if (depth > MAX_LOOKUP_DEPTH) return undefined;
+    const reply = await top({ ...ownRequest(request, name, qtype), lookupDepth: depth });
+    return Buffer.isBuffer(reply) && reply.length >= 12 ? decodeMessage(reply) : undefined;
+  };
+  const plugins = () => config.plugins();
+  const errors = new ErrorsStage({ configs: () => plugins().errors, log });
+  const logStage = new LogStage({
+    rules: () => plugins().logs,
+    log: log.child({ plugin: 'log' }),
+    podOf: (request) => {
+      const asker = askerOf(request);
+      return asker?.carried ? asker.address : undefined;
+    },
+  });
+  const template = new TemplateStage({ templates: () => plugins().templates, lookup });
+  const file = new FileStage({ zones: () => plugins().files, lookup });
+  // CoreDNS's order (plugin.cfg, 1.14): whatever order a Corefile writes them in, a query meets
+  // them so. notify and the transfer relay first: they take other opcodes and transfers, as
+  // CoreDNS's server does before any plugin. kubernetes and k8s_external are routes of the forward
+  // stage (to the record-builder), between file and forward only in name.
   const chain = chainStages<ForwarderRequest>(
     [
       notify,
       relay,
+      new BufsizeStage(() => plugins().bufsize),
+      errors,
+      logStage,
+      new Dns64Stage({ blocks: () => plugins().dns64, lookup }),
+      new AnyStage(() => plugins().any),
       chaos,
-      new LoopGuardStage(loops),
-      acl,
-      ...(autopath ? [autopath] : []),
-      cacheStage,
       rewrite,
+      ...(autopath ? [autopath] : []),
+      acl,
+      cacheStage,
+      template,
       hosts,
+      file,
+      new LoopGuardStage(loops),
       guard,
     ],
     (request) => forward.serve(request),
   );
+  const top: Next<ForwarderRequest> = (request) => chain(request);
 
   /** The namespace of the pod at `client`, from the client map, through this chain's cache (--namespace-metrics). */
   const clientNamespace = async (client: string): Promise<string | undefined> => {
@@ -353,6 +409,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log,
   });
 
+  const autopathFirst = chainFirst(clusterZone, options.autopath);
   // Logging every query needs the whole way: the lane logs nothing.
   const express = options.logQueries
     ? undefined
@@ -361,7 +418,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         queries,
         udpPayloadBytes: options.ednsPacketMax,
         bypass: () => aclsStand || loops.outstanding(),
-        leaveToChain: chainFirst(clusterZone, options.autopath),
+        leaveToChain: (raw, reply, qtype) =>
+          autopathFirst(raw, reply, qtype) || (pluginsFirst?.(raw, reply, qtype) ?? false),
       });
 
   return {

@@ -119,7 +119,7 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
       loadbalance
       forward . 192.0.2.53
     }`);
-    expect(p.rewrites.map((r) => r.zones)).toEqual([['.']]);
+    expect(p.servers.map((b) => b.rewrite.length)).toEqual([1]);
     expect(p.hosts.map((h) => [h.zones, h.file, h.inline.length])).toEqual([[['.'], '/etc/hosts', 1]]);
     expect(p.loadbalance).toEqual(['.']);
   });
@@ -137,14 +137,12 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
       5,
       'one kubernetes plugin per Corefile',
     ],
-    ['forward except', '.:53 {\n forward . 1.1.1.1 {\n  except corp.example\n }\n}', 2, 'except is not supported'],
     [
       'serve_stale verify',
       '.:53 {\n forward . 1.1.1.1\n cache {\n  serve_stale 1h verify\n }\n}',
       3,
       'serve_stale verify',
     ],
-    ['a block with nothing to answer with', 'a.local {\n cache\n}', 1, 'neither kubernetes nor forward'],
     [
       'blocks on two ports',
       '.:53 {\n forward . 1.1.1.1\n}\na.local:5353 {\n forward . 1.1.1.1\n}',
@@ -155,5 +153,24 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
     const error = errorOf(text);
     expect(error.line).toBe(line);
     expect(error.message).toContain(words);
+  });
+
+  it('sends an except name to the next forward that takes it, or to none (SERVFAIL, as CoreDNS)', () => {
+    const p = plan(`.:53 {
+      forward . 192.0.2.1 {
+        except corp.example internal.example
+      }
+      forward corp.example 192.0.2.2
+    }`);
+    const route = (name: string) => p.rules.find((r) => r.domains.includes(toFqdn(name)));
+    expect(route('corp.example')?.servers).toEqual([{ host: '192.0.2.2', port: 53 }]);
+    expect(route('internal.example')).toMatchObject({ servers: [], unserved: true });
+  });
+
+  it('leaves a block of file or template only to them: what they leave is SERVFAIL, not sent upstream', () => {
+    const p = plan(
+      '.:53 {\n forward . 192.0.2.1\n}\nexample.org {\n template IN A {\n  answer "{{ .Name }} 60 IN A 192.0.2.9"\n }\n}',
+    );
+    expect(p.rules.find((r) => r.domains.includes(toFqdn('example.org')))).toMatchObject({ unserved: true });
   });
 });

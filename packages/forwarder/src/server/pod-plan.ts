@@ -1,11 +1,17 @@
-import type { CacheConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
+import type { CacheConfig, ForwardConfig, HostPort, ServerConfig } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, ROOT } from '@cluster-dns/wire';
 import type { CachePolicy, RouteCache } from '../config/cache-policy.js';
 import type { ServerPolicy, ServerRule } from '../config/server-flag.js';
-import { type ScopedAcl, scopedAcl } from '../plugins/acl/acl-rules.js';
 import type { ScopedHosts } from '../plugins/hosts/hosts-table.js';
-import type { ScopedRewrites } from '../plugins/rewrite/name-rewrite.js';
-import { fail, type ProcessPlan, routeCacheOf, ServerSettings } from './corefile-plan.js';
+import {
+  blockFilesOf,
+  type FileSource,
+  fail,
+  type ProcessPlan,
+  routeCacheOf,
+  ServerSettings,
+  upstreamOf,
+} from './corefile-plan.js';
 
 /** The forwarder's side of a CoreDNS Pod's Corefile: listeners, routes, cache, and the plugins it runs. */
 export interface PodPlan extends ProcessPlan {
@@ -18,20 +24,22 @@ export interface PodPlan extends ProcessPlan {
         readonly forceTcp: boolean;
         readonly policy: ServerPolicy;
         readonly cache: RouteCache;
+        readonly upstream: ServerRule['upstream'];
       }
     | undefined;
   /** serve_stale: seconds an expired answer may be served when every server fails; 0: never. */
   readonly maxStaleSeconds: number;
-  readonly rewrites: readonly ScopedRewrites[];
   readonly hosts: readonly ScopedHosts[];
+  /** `file` zones: each file, read with the routes (and again at each reload). */
+  readonly files: readonly FileSource[];
   /** Zones whose answers turn the order of their A and AAAA records (`loadbalance`). */
   readonly loadbalance: readonly Fqdn[];
   /** `autopath @kubernetes`: the kubernetes zone whose pods' search paths are walked (autopath/). */
   readonly autopathZone?: Fqdn;
-  /** Each block's `acl`, for the names it serves. */
-  readonly acls: readonly ScopedAcl[];
   /** The kubernetes plugin's first zone: where the client map is (acl's `namespace`). */
   readonly clusterZone?: Fqdn;
+  /** The blocks as read, for the plugins each gives per block (block-plugins.ts). */
+  readonly servers: readonly ServerConfig[];
 }
 
 const under = (name: Fqdn, zones: readonly Fqdn[]) => zones.some((z) => isInZone(name, z));
@@ -45,13 +53,19 @@ function cacheFor(zone: Fqdn, cache: CacheConfig | undefined): RouteCache {
   return { ...policy, disable } satisfies CachePolicy;
 }
 
+/** The block's forward for a name: the first, in the order written, whose FROM holds it and that does not except it. */
+function forwardFor(forwards: readonly ForwardConfig[], zone: Fqdn): ForwardConfig | undefined {
+  return forwards.find((f) => (f.from === ROOT || isInZone(zone, f.from)) && !under(zone, f.except));
+}
+
 /**
  * Maps a Pod's Corefile (runtime's readCorefile, Corefile mode) onto the forwarder. Every block
  * listens on the same addresses and port: one set of sockets answers them all, and a name goes to
- * the longest zone, as CoreDNS picks a block. In a block, the kubernetes zones go to the
- * record-builder (`recordBuilder`), falling through to the block's forward where `fallthrough`
- * says; the block's other names go to its forward. Its cache, rewrite, hosts and loadbalance apply
- * to what it serves. Anything the forwarder cannot do is an error naming the line.
+ * the longest zone, as CoreDNS picks a block. In a block, the kubernetes and k8s_external zones go
+ * to the record-builder (`recordBuilder`), falling through to the block's forward where
+ * `fallthrough` says; the block's other names go to the first of its forwards whose FROM holds them
+ * (an `except` name to none: SERVFAIL, as CoreDNS's "no next plugin"). Its cache applies to what it
+ * serves; its other plugins are read per block (block-plugins.ts).
  */
 export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPort, source = 'Corefile'): PodPlan {
   const settings = new ServerSettings(source);
@@ -62,20 +76,10 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
   let kubernetesSeen: { line: number } | undefined;
   let root: PodPlan['root'];
   const rules: ServerRule[] = [];
-  const rewrites: ScopedRewrites[] = [];
-  const hosts: ScopedHosts[] = [];
   const loadbalance: Fqdn[] = [];
   let autopathZone: Fqdn | undefined;
   let clusterZone: Fqdn | undefined;
-  const acls: ScopedAcl[] = [];
   for (const block of servers) {
-    if (block.acl)
-      acls.push(
-        scopedAcl(
-          block.acl,
-          block.keys.map((k) => k.zone),
-        ),
-      );
     const zones = block.keys.map((k) => k.zone);
     settings.take(block);
     const cache = block.cache;
@@ -94,65 +98,77 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
         maxStaleSeconds = Math.round(cache.serveStale.durationMs / 1000);
       }
     }
-    const forward = block.forward;
-    if (forward) {
-      if (forward.except.length) fail(forward, 'forward: except is not supported', source);
-      if (forward.maxConcurrent !== undefined) forwardMax = Math.max(forwardMax ?? 0, forward.maxConcurrent);
-      if (forward.from !== ROOT && !zones.includes(forward.from) && !zones.some((z) => isInZone(forward.from, z)))
-        fail(forward, `forward: FROM ${forward.from} is outside the block's zones`, source);
+    const forwards = block.forwards;
+    for (const f of forwards) {
+      if (f.maxConcurrent !== undefined) forwardMax = Math.max(forwardMax ?? 0, f.maxConcurrent);
+      if (f.from !== ROOT && !zones.includes(f.from) && !zones.some((z) => isInZone(f.from, z)))
+        fail(f, `forward: FROM ${f.from} is outside the block's zones`, source);
     }
-    // Where the block's names go when kubernetes does not answer them: its forward, if it covers them.
-    const forwardFor = (zone: Fqdn) =>
-      forward && (forward.from === ROOT || isInZone(zone, forward.from)) ? forward : undefined;
+    const routeOf = (zone: Fqdn, f: ForwardConfig) => ({
+      servers: f.to,
+      forceTcp: f.forceTcp,
+      policy: f.policy,
+      cache: cacheFor(zone, cache),
+      upstream: upstreamOf(f),
+    });
     const k = block.kubernetes;
     if (k) {
       if (kubernetesSeen)
         fail(k, `kubernetes: one kubernetes plugin per Corefile (line ${kubernetesSeen.line} has one)`, source);
       kubernetesSeen = k;
       clusterZone = (k.zones ?? zones)[0];
-      // The multicluster zones are the kubernetes plugin's too (CoreDNS asks they be among its zones).
-      const kZones = [...new Set([...(k.zones ?? zones), ...k.multicluster])];
-      for (const zone of kZones) {
-        const fallsThrough = k.fallthrough !== undefined && (k.fallthrough.length === 0 || under(zone, k.fallthrough));
-        if (fallsThrough && !forwardFor(zone))
-          fail(k, `kubernetes: fallthrough in ${zone} needs a forward for it in this block`, source);
-        rules.push({
-          domains: [zone],
-          servers: [recordBuilder],
-          cache: cacheFor(zone, cache),
-          fallThrough: fallsThrough,
-          policy: 'sequential',
-        });
-      }
+    }
+    // The record-builder answers the kubernetes zones (with multicluster's) and k8s_external's.
+    const builderZones = [
+      ...(k ? [...(k.zones ?? zones), ...k.multicluster] : []),
+      ...(block.k8sExternal ? (block.k8sExternal.zones ?? zones) : []),
+    ];
+    for (const zone of new Set(builderZones)) {
+      const fall =
+        block.k8sExternal && under(zone, block.k8sExternal.zones ?? zones)
+          ? block.k8sExternal.fallthrough
+          : k?.fallthrough;
+      const fallsThrough = fall !== undefined && (fall.length === 0 || under(zone, fall));
+      if (fallsThrough && !forwardFor(forwards, zone))
+        fail(k ?? block, `kubernetes: fallthrough in ${zone} needs a forward for it in this block`, source);
+      rules.push({
+        domains: [zone],
+        servers: [recordBuilder],
+        cache: cacheFor(zone, cache),
+        fallThrough: fallsThrough,
+        policy: 'sequential',
+      });
     }
     for (const zone of zones) {
-      const f = forwardFor(zone);
+      if (builderZones.includes(zone)) continue;
+      const f = forwardFor(forwards, zone);
       if (!f) {
-        if (!k) fail(block, `server block "${zones.join(' ')}" has neither kubernetes nor forward for ${zone}`, source);
+        // Nothing after the block's own plugins (file, template, hosts): what they leave is SERVFAIL.
+        if (zone !== ROOT) rules.push({ domains: [zone], servers: [], unserved: true, cache: 'off' });
         continue;
       }
-      const route = {
-        servers: f.to,
-        forceTcp: f.forceTcp,
-        policy: f.policy,
-        cache: cacheFor(zone, cache),
-      };
+      const route = routeOf(zone, f);
       if (zone === ROOT) root = route;
       else {
         if (!Array.isArray(f.to)) fail(f, 'forward: a resolv.conf path is only supported in the "." block', source);
         rules.push({ domains: [zone], ...route, servers: f.to as readonly HostPort[] });
       }
     }
-    // A forward of a subzone (`forward example.org 10.0.0.1` in the "." block): a route of its own.
-    if (forward && forward.from !== ROOT && !zones.includes(forward.from)) {
-      if (!Array.isArray(forward.to)) fail(forward, 'forward: a resolv.conf path is only supported for "."', source);
-      rules.push({
-        domains: [forward.from],
-        servers: forward.to as readonly HostPort[],
-        forceTcp: forward.forceTcp,
-        policy: forward.policy,
-        cache: cacheFor(forward.from, cache),
-      });
+    for (const f of forwards) {
+      // A forward of a subzone (`forward example.org 10.0.0.1` in the "." block): a route of its own.
+      if (f.from !== ROOT && !zones.includes(f.from)) {
+        if (!Array.isArray(f.to)) fail(f, 'forward: a resolv.conf path is only supported for "."', source);
+        rules.push({ domains: [f.from], ...routeOf(f.from, f), servers: f.to as readonly HostPort[] });
+      }
+      // An except name goes to the next forward that takes it, or to none.
+      for (const name of f.except) {
+        const other = forwards.find(
+          (g) => g !== f && (g.from === ROOT || isInZone(name, g.from)) && !under(name, g.except),
+        );
+        if (other && Array.isArray(other.to))
+          rules.push({ domains: [name], ...routeOf(name, other), servers: other.to as readonly HostPort[] });
+        else rules.push({ domains: [name], servers: [], unserved: true, cache: 'off' });
+      }
     }
     // `disable success|denial ZONE` for a zone inside a route: a route of its own, as its parent but for the cache.
     for (const zone of cache ? [...cache.disable.success, ...cache.disable.denial] : []) {
@@ -165,8 +181,6 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
       if (!parent) fail(cache as CacheConfig, `cache: disable ${zone}: no route of this block serves it`, source);
       rules.push({ ...parent, domains: [zone], cache: cacheFor(zone, cache) } as ServerRule);
     }
-    if (block.rewrite.length) rewrites.push({ zones, rules: block.rewrite });
-    if (block.hosts) hosts.push({ ...block.hosts, zones: block.hosts.zones ?? zones });
     if (block.loadbalance) loadbalance.push(...zones);
     if (block.autopath) {
       const at = { line: block.lines.get('autopath') ?? block.line };
@@ -187,17 +201,17 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     metrics,
     health,
     lameduckMs,
-    logQueries: servers.some((b) => b.log),
+    // `log` is the log stage's (per block, with its classes and format), not --log-queries.
+    logQueries: false,
     loopDetect: servers.some((b) => b.loop),
     prefetchHits,
     maxStaleSeconds,
     reloadMs,
     forwardMax,
-    rewrites,
-    hosts,
+    ...blockFilesOf(servers),
     loadbalance,
     ...(autopathZone ? { autopathZone } : {}),
-    acls,
     ...(clusterZone ? { clusterZone } : {}),
+    servers,
   };
 }

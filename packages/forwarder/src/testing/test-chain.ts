@@ -68,6 +68,7 @@ export function testRoute(kind: Route['kind'] = 'upstream', domain = '.'): Route
     forceTcp: false,
     cache: undefined,
     carryClient: false,
+    upstream: undefined,
     id: `${domain}>${kind}`,
   };
 }

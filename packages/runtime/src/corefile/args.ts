@@ -1,8 +1,11 @@
 import { isIP } from 'node:net';
-import { type Fqdn, isValidName, toFqdn } from '@cluster-dns/wire';
+import { type Fqdn, ipv6Nibbles, isValidName, toFqdn } from '@cluster-dns/wire';
 import { parseGoDurationMs } from '../duration.js';
 import type { HostPort } from '../host-port.js';
-import { CorefileError, type Directive } from './parse.js';
+import { CorefileError, type CorefileWarning, type Directive, type LineOrigin } from './parse.js';
+
+const originOf = (d: LineOrigin): LineOrigin =>
+  d.via ? { line: d.line, file: d.file, via: d.via } : { line: d.line, file: d.file };
 
 /** Reading one directive's arguments, each failure naming the line, the plugin and the option. */
 export class DirectiveArgs {
@@ -11,16 +14,24 @@ export class DirectiveArgs {
     readonly source: string,
     /** The plugin the directive belongs to (itself for a plugin line). */
     readonly plugin = directive.name,
+    /** Told of what runs but deserves a line in the log (an option accepted and ignored). */
+    readonly onWarning?: (warning: CorefileWarning) => void,
   ) {}
 
-  fail(message: string, at: { line: number } = this.directive): never {
+  /** A warning naming the line and the plugin: the Corefile still runs. */
+  warn(message: string): void {
     const what = this.plugin === this.directive.name ? this.plugin : `${this.plugin} ${this.directive.name}`;
-    throw new CorefileError(at.line, `${what}: ${message}`, this.source);
+    this.onWarning?.({ ...originOf(this.directive), message: `${what}: ${message}` });
+  }
+
+  fail(message: string, at: { line: number; file?: string } = this.directive): never {
+    const what = this.plugin === this.directive.name ? this.plugin : `${this.plugin} ${this.directive.name}`;
+    throw new CorefileError(at.line, `${what}: ${message}`, at.file ?? this.directive.file ?? this.source);
   }
 
   /** A sub-directive of this one's block, read with the same plugin name. */
   sub(directive: Directive): DirectiveArgs {
-    return new DirectiveArgs(directive, this.source, this.plugin);
+    return new DirectiveArgs(directive, this.source, this.plugin, this.onWarning);
   }
 
   count(min: number, max: number, form: string): readonly string[] {
@@ -71,8 +82,36 @@ export class DirectiveArgs {
   /** Zone names as CoreDNS takes them (a trailing dot optional, `.` for the root). */
   zones(raw: readonly string[]): Fqdn[] {
     return raw.map((z) => {
+      const reverse = reverseZoneOfCidr(z);
+      if (reverse) return reverse;
       if (z !== '.' && !isValidName(z)) this.fail(`${JSON.stringify(z)} is not a zone name`);
       return toFqdn(z);
     });
   }
+}
+
+/**
+ * A CIDR on an octet (IPv4) or nibble (IPv6) boundary as its reverse zone, as CoreDNS's
+ * plugin.Host normalises one: `10.0.0.0/8` is `10.in-addr.arpa.`. Undefined for anything else.
+ */
+export function reverseZoneOfCidr(text: string): Fqdn | undefined {
+  const m = /^([^/]+)\/(\d+)$/.exec(text);
+  if (!m) return undefined;
+  const address = m[1] as string;
+  const bits = Number(m[2]);
+  if (isIP(address) === 4 && bits % 8 === 0 && bits <= 32) {
+    const octets = address
+      .split('.')
+      .slice(0, bits / 8)
+      .reverse();
+    return toFqdn([...octets, 'in-addr', 'arpa'].join('.'));
+  }
+  if (isIP(address) === 6 && bits % 4 === 0 && bits <= 128) {
+    const nibbles = ipv6Nibbles(address)
+      .slice(0, bits / 4)
+      .split('')
+      .reverse();
+    return toFqdn([...nibbles, 'ip6', 'arpa'].join('.'));
+  }
+  return undefined;
 }

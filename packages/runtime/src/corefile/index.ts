@@ -1,9 +1,42 @@
 export { DirectiveArgs } from './args.js';
-export { CorefileError, type Directive, parseCorefile, type ServerBlock } from './parse.js';
+export {
+  type CorefileFiles,
+  diskFiles,
+  type FilesSeen,
+  filesOf,
+  recordedFiles,
+  recordingFiles,
+} from './corefile-files.js';
+export { importsFingerprint } from './fingerprint.js';
+export {
+  type CompiledTemplate,
+  compileTemplate,
+  type TemplateData,
+  TemplateRunError,
+  TemplateSyntaxError,
+  type TemplateValue,
+} from './go-template.js';
+export {
+  CorefileError,
+  type CorefileWarning,
+  type Directive,
+  type LineOrigin,
+  originText,
+  parseCorefile,
+  type ServerBlock,
+} from './parse.js';
+export { ONCE_PER_BLOCK, PLUGIN_TABLE, type PluginSupport, pluginOf } from './plugin-table.js';
 export { type AclAction, type AclConfig, type AclRule, aclRuleOf } from './plugins/acl.js';
 export { CACHE_DEFAULTS, type CacheConfig, type CacheKind } from './plugins/cache.js';
-export type { ForwardConfig } from './plugins/forward.js';
+export type { ConsolidateRule, ErrorsConfig } from './plugins/errors.js';
+export type { FileConfig } from './plugins/file.js';
+export type { ForwardConfig, ForwardHealthCheck, ForwardTls } from './plugins/forward.js';
 export { type HostsConfig, type HostsEntry, parseHostsText } from './plugins/hosts.js';
+export type { K8sExternalConfig } from './plugins/k8s-external.js';
 export type { KubernetesConfig } from './plugins/kubernetes.js';
+export { COMBINED_LOG_FORMAT, COMMON_LOG_FORMAT, type LogRule, type ResponseClass } from './plugins/log.js';
 export type { NameMatch, RegexRewrite, RewriteRule } from './plugins/rewrite.js';
-export { NODE_LOCAL_PLUGINS, POD_PLUGINS, readCorefile, type ServerConfig } from './server-blocks.js';
+export type { ChaosConfig, Dns64Config } from './plugins/small.js';
+export type { TemplateConfig } from './plugins/template.js';
+export { type ReadCorefileOptions, readCorefile, type ServerConfig } from './server-blocks.js';
+export { corefilePlanText, type ValidateOptions, validateCorefile } from './validate.js';

@@ -53,7 +53,7 @@ describe('readCorefile: the one Corefile reader', () => {
   });
 
   it('reads the kubernetes options operators use', () => {
-    const k = one(`kubernetes cluster.local {
+    const k = one(`kubernetes cluster.local clusterset.local {
       namespaces default shop
       ignore empty_service
       endpoint_pod_names
@@ -161,16 +161,22 @@ describe('readCorefile: the one Corefile reader', () => {
 
   it.each([
     [
-      'a plugin we do not have',
+      'a plugin we do not run',
       '.:53 {\n  errors\n  dnssec\n}',
       3,
-      'plugin "dnssec" is not supported in Corefile mode',
+      'dnssec: not supported here: answers are not signed',
+    ],
+    [
+      'a plugin CoreDNS does not have',
+      '.:53 {\n  errors\n  ocp_dnsnameresolver\n}',
+      3,
+      "unknown directive 'ocp_dnsnameresolver'",
     ],
     [
       'a kubernetes option we do not have',
       '.:53 {\n kubernetes cluster.local {\n  noendpoints\n }\n}',
       3,
-      'kubernetes noendpoints: "noendpoints" is not supported',
+      'kubernetes noendpoints: "noendpoints" is not supported here',
     ],
     [
       'a bad pods mode',
@@ -192,6 +198,13 @@ describe('readCorefile: the one Corefile reader', () => {
       'forward policy: the policy must be',
     ],
     ['a rewrite field we do not have', '.:53 {\n rewrite edns0 local set 0xffee abcd\n}', 2, 'rewrite: field "edns0"'],
+    ['a forward to DNS over HTTPS', '.:53 {\n forward . https://192.0.2.1\n}', 2, "'https' is not supported"],
+    [
+      'a template construct we do not run',
+      '.:53 {\n template IN A {\n  answer "{{ range .Match }}x{{ end }}"\n }\n}',
+      3,
+      '{{range}} is not supported',
+    ],
     [
       'a rewrite regex that does not compile',
       '.:53 {\n rewrite name regex (.*))) x\n}',
@@ -204,7 +217,7 @@ describe('readCorefile: the one Corefile reader', () => {
       'kubernetes twice',
       '.:53 {\n kubernetes a.local\n kubernetes b.local\n}',
       3,
-      'given twice in this server block (line 2 first)',
+      'plugin/kubernetes: this plugin can only be used once per Server Block (first at Corefile:2)',
     ],
   ])('refuses %s, naming the line and the plugin', (_what, text, line, words) => {
     const error = errorOf(text);
@@ -213,10 +226,12 @@ describe('readCorefile: the one Corefile reader', () => {
     expect(error.message).toContain(words);
   });
 
-  it('takes in node-local mode only what node-local mode does', () => {
+  it('takes in node-local mode all but the cluster’s own plugins', () => {
     expect(errorOf(KUBEADM_COREFILE, 'node-local').message).toContain(
-      'line 6: plugin "ready" is not supported in node-local mode',
+      'line 6: ready: not supported in node-local mode',
     );
-    expect(errorOf('.:53 {\n forward . 1.1.1.1\n rewrite name a.org b.org\n}', 'node-local').line).toBe(3);
+    expect(
+      readCorefile('.:53 {\n forward . 1.1.1.1\n rewrite name a.org b.org\n}', { mode: 'node-local' })[0]?.rewrite,
+    ).toHaveLength(1);
   });
 });

@@ -16,8 +16,9 @@ import { AclStage, scopedAcl } from './acl-stage.js';
 /** The stage with one block's acl in front of an answerer that says NOERROR to all, or the client map. */
 function stageWith(block: string, carried?: string) {
   const [server] = readCorefile(`.:53 {\n${block}\n forward . 192.0.2.53\n}`, { mode: 'pod' });
-  if (!server?.acl) throw new Error('no acl');
-  const acls = [scopedAcl(server.acl, [toFqdn('.')])];
+  const first = server?.acls[0];
+  if (!first) throw new Error('no acl');
+  const acls = [scopedAcl(first, [toFqdn('.')])];
   const passed: string[] = [];
   const stage = new AclStage(
     () => acls,

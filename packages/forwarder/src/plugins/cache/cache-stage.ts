@@ -3,6 +3,7 @@ import type { Logger } from '@cluster-dns/runtime';
 import {
   answerPlainQuery,
   buildBareResponse,
+  copyWithoutOpt,
   type Fqdn,
   finishFromTemplate,
   type Next,
@@ -11,6 +12,7 @@ import {
   RCODE_MASK,
   type Reply,
   type Stage,
+  scanResponse,
   turnRecords,
 } from '@cluster-dns/wire';
 import type { ForwarderRequest } from '../../config/forwarder-request.js';
@@ -202,11 +204,15 @@ export class CacheStage implements Stage<ForwarderRequest> {
     const outcome = replied
       .then((reply): Outcome => {
         const resolved = request.resolved;
-        if (!resolved)
+        if (!resolved) {
+          // Answered after the cache without an upstream (a template's CNAME looked up, a zone
+          // file's chain finished elsewhere): not kept, but every asker of the question gets it.
+          const answered = Buffer.isBuffer(reply) && reply.length >= 12 ? reply : undefined;
           return {
-            template: undefined,
-            rcode: Buffer.isBuffer(reply) ? reply.readUInt16BE(2) & RCODE_MASK : RCODE.SERVFAIL,
+            template: answered ? copyWithoutOpt(answered, scanResponse(answered)).wire : undefined,
+            rcode: answered ? answered.readUInt16BE(2) & RCODE_MASK : RCODE.SERVFAIL,
           };
+        }
         // Pushed zones tell us when a name appears: their negative answers are safe to keep.
         const pushed = this.deps.push?.isPushed(q.key) ?? false;
         // A route may keep its own policy (node-local mode's per-block `cache`), or none at all.

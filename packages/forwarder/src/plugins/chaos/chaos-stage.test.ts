@@ -23,7 +23,7 @@ describe('the chaos stage', () => {
   });
 
   it('answers dnsmasq’s statistics, with an OPT when asked with EDNS, and refuses other CHAOS names', async () => {
-    const stage = new ChaosStage(stats);
+    const stage = new ChaosStage({ stats, hostname: 'test' });
     const ask = askThrough(chainStages([stage], end));
     const hits = await ask('hits.bind', QTYPE.TXT, { qclass: QCLASS.CH, edns: { udpSize: 1232 } });
     expect(hits.answers.map((a) => a.text)).toEqual([['5']]);
@@ -37,7 +37,7 @@ describe('the chaos stage', () => {
 
   it('passes every other class on', async () => {
     reached.length = 0;
-    const ask = askThrough(chainStages([new ChaosStage(stats)], end));
+    const ask = askThrough(chainStages([new ChaosStage({ stats, hostname: 'test' })], end));
     await expect(ask('hits.bind', QTYPE.TXT)).rejects.toThrow(/no single reply/);
     expect(reached).toEqual(['hits.bind.']);
   });

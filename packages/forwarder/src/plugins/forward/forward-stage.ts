@@ -53,6 +53,11 @@ export class ForwardStage implements Stage<ForwarderRequest> {
     if (this.deps.logQueries)
       this.deps.log.info('query', { qname: q.qname, qtype: q.qtype, from: context.remoteAddress, route: route.domain });
     if (route.kind === 'local') return bare(RCODE.NXDOMAIN);
+    // A Corefile zone no forward takes: CoreDNS's "no next plugin found".
+    if (route.kind === 'unserved') {
+      request.error = new Error('plugin/forward: no next plugin found');
+      return bare(RCODE.SERVFAIL);
+    }
     const slot = this.deps.budget.take(route);
     if (slot === undefined) return bare(RCODE.REFUSED);
     const question = {
@@ -72,6 +77,7 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       },
       (error: unknown) => {
         this.deps.log.debug('upstream failure', { qname: q.key, qtype: q.qtype, err: error });
+        request.error = error instanceof Error ? error : new Error(String(error));
         return bare(RCODE.SERVFAIL);
       },
     );

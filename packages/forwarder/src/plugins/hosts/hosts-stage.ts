@@ -4,6 +4,7 @@ import {
   finishFromTemplate,
   MessageWriter,
   type Next,
+  QTYPE,
   RCODE,
   type Reply,
   type Stage,
@@ -27,6 +28,8 @@ export class HostsStage implements Stage<ForwarderRequest> {
     const table = this.tables().find((t) => t.covers(q.key));
     if (!table) return next(request);
     const found = table.lookup(q.key, q.qtype);
+    const supported = q.qtype === QTYPE.A || q.qtype === QTYPE.AAAA || q.qtype === QTYPE.PTR;
+    if (found === 'nodata' && !supported && table.unsupportedFallsThrough(q.key)) return next(request);
     if (found === 'absent') {
       if (table.fallsThrough(q.key)) return next(request);
       return buildBareResponse(q, RCODE.SERVFAIL, {

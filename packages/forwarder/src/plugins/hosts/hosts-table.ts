@@ -23,7 +23,10 @@ export class HostsTable {
     readonly config: ScopedHosts,
     entries: readonly HostsEntry[],
   ) {
-    for (const { address, names } of [...config.inline, ...entries]) {
+    for (const { address: written, names } of [...config.inline, ...entries]) {
+      // An IPv4-mapped IPv6 address is the IPv4 address, as Go's net.IP.To4 reads it.
+      const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(written);
+      const address = mapped ? (mapped[1] as string) : written;
       const v6 = isIP(address) === 6;
       const canonical = v6 ? canonicalIpv6(address) : address;
       for (const name of names) {
@@ -32,10 +35,12 @@ export class HostsTable {
         if (!list.includes(canonical)) list.push(canonical);
         this.byName.set(name, held);
       }
-      if (!config.noReverse) {
+      // Wildcard entries make no PTR records (CoreDNS's hosts README).
+      const plain = names.filter((n) => !n.startsWith('*.'));
+      if (!config.noReverse && plain.length) {
         const reverse = reverseNameOf(canonical);
         const held = this.byReverse.get(reverse) ?? [];
-        for (const name of names) if (!held.includes(name)) held.push(name);
+        for (const name of plain) if (!held.includes(name)) held.push(name);
         this.byReverse.set(reverse, held);
       }
     }
@@ -44,6 +49,11 @@ export class HostsTable {
   /** Whether the name is in this table's zones: only then is it asked. */
   covers(name: Fqdn): boolean {
     return this.config.zones.some((z) => isInZone(name, z));
+  }
+
+  /** Whether a name it has, asked for a type it cannot answer, goes on too (`fallthrough_unsupported`). */
+  unsupportedFallsThrough(name: Fqdn): boolean {
+    return this.config.fallthroughUnsupported && this.fallsThrough(name);
   }
 
   /** Whether a name it does not have goes on to the next stage (`fallthrough`); else SERVFAIL, as CoreDNS. */
@@ -59,7 +69,8 @@ export class HostsTable {
       if (qtype !== QTYPE.PTR) return 'nodata';
       return { records: ptrs.map((target) => ({ name, type: QTYPE.PTR, class: QCLASS.IN, ttl, target })) };
     }
-    const held = this.byName.get(name);
+    // `*.example.com` answers one label below example.com, when the name has no entry of its own.
+    const held = this.byName.get(name) ?? this.byName.get(`*.${name.slice(name.indexOf('.') + 1)}` as Fqdn);
     if (!held) return 'absent';
     const addresses = qtype === QTYPE.A ? held.v4 : qtype === QTYPE.AAAA ? held.v6 : [];
     if (addresses.length === 0) return 'nodata';

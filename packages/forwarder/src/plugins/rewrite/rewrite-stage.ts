@@ -5,21 +5,19 @@ import {
   finishFromTemplate,
   type Next,
   RCODE,
-  RCODE_MASK,
   type Reply,
   type Stage,
-  scanResponse,
 } from '@cluster-dns/wire';
-import { type ForwarderRequest, queryAs, RESOLVED } from '../../config/forwarder-request.js';
+import { type ForwarderRequest, queryAs } from '../../config/forwarder-request.js';
 import { mapReply, rewriteQuestion, type ScopedRewrites } from './name-rewrite.js';
 
 /**
  * A Corefile's `rewrite` (coredns/coredns plugin/rewrite): a question whose name (or type) a rule
  * matches goes on as rewritten, and its answer comes back to the question asked: the question
  * restored, owner names and targets mapped back as the rule says (`answer auto`, always for exact;
- * `answer name`, `answer value`). After the cache, as in CoreDNS's order: the answer is cached
- * under the question asked, and indexed under the rewritten name too, so a pushed change of that
- * name drops it.
+ * `answer name`, `answer value`). Before the cache and acl, in CoreDNS's order since 1.14.2
+ * (coredns#7882): the cache keeps the answer under the rewritten name, where a pushed change of
+ * that name drops it, and an acl judges the name that is really asked.
  */
 export class RewriteStage implements Stage<ForwarderRequest> {
   readonly name = 'rewrite';
@@ -28,35 +26,30 @@ export class RewriteStage implements Stage<ForwarderRequest> {
   constructor(private readonly blocks: () => readonly ScopedRewrites[]) {}
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
+    const blocks = this.blocks();
+    if (blocks.length === 0) return next(request);
     const q = request.query;
     // The rules of the block that serves this name, as CoreDNS picks a block.
-    const rules = closestBlock(this.blocks(), q.key)?.rules;
+    const rules = closestBlock(blocks, q.key)?.rules;
     if (!rules?.length) return next(request);
     const to = rewriteQuestion(rules, q.key, q.qtype);
     if (to === undefined) return next(request);
-    const bare = (rcode: number) =>
-      buildBareResponse(q, rcode, { recursionAvailable: true, udpPayloadBytes: request.udpPayloadBytes });
     if (to === 'invalid') {
       this.counts.invalid++;
-      return bare(RCODE.SERVFAIL);
+      return buildBareResponse(q, RCODE.SERVFAIL, {
+        recursionAvailable: true,
+        udpPayloadBytes: request.udpPayloadBytes,
+      });
     }
     this.counts.rewritten++;
     const inner: ForwarderRequest = { ...request, query: queryAs(q, to.name, to.qtype) };
-    const back = (reply: Buffer | Iterable<Buffer> | undefined): Buffer => {
-      const resolved = inner.resolved;
-      if (resolved) {
-        const wire = mapReply(resolved.wire, { name: q.key, qtype: q.qtype, qclass: q.qclass }, to);
-        request.resolved = { wire, scanned: scanResponse(wire), route: resolved.route, fromNames: [to.name] };
-        if (request.repliesFromResolved) return RESOLVED;
-        return finishFromTemplate(wire, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
-      }
-      // Answered on the way without an upstream (a hosts name, a refusal): its rcode, our question.
-      const first = Buffer.isBuffer(reply) ? reply : undefined;
-      if (first && first.length >= 4 && (first.readUInt16BE(2) & RCODE_MASK) === RCODE.NOERROR) {
-        const wire = mapReply(first, { name: q.key, qtype: q.qtype, qclass: q.qclass }, to);
-        return finishFromTemplate(wire, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
-      }
-      return bare(first && first.length >= 4 ? first.readUInt16BE(2) & RCODE_MASK : RCODE.SERVFAIL);
+    const back = (reply: Reply): Reply => {
+      if (inner.error) request.error = inner.error;
+      const first = Buffer.isBuffer(reply) && reply.length >= 12 ? reply : undefined;
+      // Nothing to send (a dropped query) stays nothing.
+      if (!first) return reply;
+      const wire = mapReply(first, { name: q.key, qtype: q.qtype, qclass: q.qclass }, to);
+      return finishFromTemplate(wire, q, request.limitBytes, { udpPayloadBytes: request.udpPayloadBytes });
     };
     const replied = next(inner);
     return replied instanceof Promise ? replied.then(back) : back(replied);

@@ -22,6 +22,8 @@ export interface HostsConfig {
   readonly reloadMs: number;
   /** As kubernetes's: names not found go on in these zones ([] = all); undefined: SERVFAIL, as CoreDNS. */
   readonly fallthrough: readonly Fqdn[] | undefined;
+  /** `fallthrough_unsupported`: a name it has, asked for a type other than A, AAAA, PTR, goes on too. */
+  readonly fallthroughUnsupported: boolean;
   readonly line: number;
 }
 
@@ -31,7 +33,7 @@ export function parseHostsText(text: string): HostsEntry[] {
   for (const raw of text.split('\n')) {
     const [address, ...names] = (raw.split('#')[0] as string).trim().split(/\s+/);
     if (!address || isIP(address.replace(/%.*$/, '')) === 0) continue;
-    const valid = names.filter((n) => n !== '' && isValidName(n)).map((n) => toFqdn(n));
+    const valid = names.filter((n) => n !== '' && isValidName(n)).map((n) => toFqdn(n.toLowerCase()));
     if (valid.length) out.push({ address: address.replace(/%.*$/, ''), names: valid });
   }
   return out;
@@ -43,14 +45,16 @@ export function setupHosts(a: DirectiveArgs): HostsConfig {
   let noReverse = false;
   let reloadMs = 5000;
   let fallthrough: Fqdn[] | undefined;
+  let fallthroughUnsupported = false;
   const inline: HostsEntry[] = [];
   for (const d of a.directive.block ?? []) {
     const s = a.sub(d);
-    if (isIP(d.name) !== 0) {
+    // Inline entries come before the options (CoreDNS reads one after fallthrough as an unknown property).
+    if (isIP(d.name.replace(/%.*$/, '')) !== 0 && fallthrough === undefined) {
       // An inline entry: the address reads as the directive's name.
       const names = d.args.map((n) => {
         if (!isValidName(n)) s.fail(`${JSON.stringify(n)} is not a host name`);
-        return toFqdn(n);
+        return toFqdn(n.toLowerCase());
       });
       if (names.length === 0) s.fail('an inline entry needs at least one name after the address');
       inline.push({ address: d.name, names });
@@ -70,10 +74,15 @@ export function setupHosts(a: DirectiveArgs): HostsConfig {
       case 'fallthrough':
         fallthrough = s.zones(d.args);
         break;
+      case 'fallthrough_unsupported':
+        s.count(0, 0, 'fallthrough_unsupported');
+        fallthroughUnsupported = true;
+        break;
       default:
-        s.fail(`"${d.name}" is not supported (inline entries, ttl, no_reverse, reload and fallthrough are)`);
+        s.fail(`unknown property '${d.name}'`);
     }
   }
+  if (fallthroughUnsupported && fallthrough === undefined) a.fail('fallthrough_unsupported requires fallthrough');
   return {
     file: fileArg ?? '/etc/hosts',
     zones: zoneArgs.length ? a.zones(zoneArgs) : undefined,
@@ -82,6 +91,7 @@ export function setupHosts(a: DirectiveArgs): HostsConfig {
     noReverse,
     reloadMs,
     fallthrough,
+    fallthroughUnsupported,
     line: a.directive.line,
   };
 }

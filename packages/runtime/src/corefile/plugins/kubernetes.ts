@@ -22,6 +22,8 @@ export interface KubernetesConfig {
   readonly endpoint: string | undefined;
   /** `multicluster ZONES`: the Multi-Cluster Services zones (KEP-1645), such as clusterset.local. */
   readonly multicluster: readonly Fqdn[];
+  /** `startup_timeout`: how long to wait for the first list before serving (the record-builder's --initial-sync-timeout). */
+  readonly startupTimeoutMs: number | undefined;
   readonly line: number;
 }
 
@@ -38,6 +40,7 @@ export function setupKubernetes(a: DirectiveArgs): KubernetesConfig {
   let kubeconfig: KubernetesConfig['kubeconfig'];
   let endpoint: string | undefined;
   const multicluster: Fqdn[] = [];
+  let startupTimeoutMs: number | undefined;
   for (const d of a.directive.block ?? []) {
     const s = a.sub(d);
     switch (d.name) {
@@ -73,7 +76,7 @@ export function setupKubernetes(a: DirectiveArgs): KubernetesConfig {
         break;
       }
       case 'endpoint': {
-        const [url] = s.count(1, 1, 'endpoint URL');
+        const [url] = s.count(1, 4, 'endpoint URL');
         if (!/^https?:\/\//.test(url as string)) s.fail(`expected an http(s) URL, got ${JSON.stringify(url)}`);
         endpoint = url;
         break;
@@ -81,13 +84,44 @@ export function setupKubernetes(a: DirectiveArgs): KubernetesConfig {
       case 'multicluster':
         multicluster.push(...s.zones(s.count(1, 16, 'multicluster ZONES...')));
         break;
+      case 'upstream':
+        // Removed in CoreDNS 1.7 (kubeadm 1.11–1.16 Corefiles still carry it): ExternalName targets
+        // are resolved through the forwarder's chain whatever it says.
+        s.warn(
+          'upstream was removed in CoreDNS 1.7 and is ignored: ExternalName targets are resolved through the chain',
+        );
+        break;
+      case 'apiserver_qps':
+      case 'apiserver_burst':
+      case 'apiserver_max_inflight': {
+        const [raw] = s.count(1, 1, `${d.name} N`);
+        if (!/^\d+(\.\d+)?$/.test(raw as string))
+          s.fail(`${d.name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+        s.warn(`${d.name} is ignored: the record-builder lists once and then watches, it does not poll the API`);
+        break;
+      }
+      case 'startup_timeout':
+        startupTimeoutMs = s.durationMs(s.count(1, 1, 'startup_timeout DURATION')[0], 'DURATION');
+        break;
+      case 'labels':
+      case 'namespace_labels':
+      case 'noendpoints':
+      case 'zonal':
+        s.fail(`"${d.name}" is not supported here (docs/corefile.md lists the kubernetes options that are)`);
+        break;
       default:
         s.fail(`"${d.name}" is not supported (${OPTIONS} are)`);
     }
   }
+  if (multicluster.length && a.directive.args.length) {
+    const zones = a.zones(a.directive.args);
+    for (const z of multicluster) if (!zones.includes(z)) a.fail(`multicluster: ${z} is not one of the plugin's zones`);
+  }
   return {
-    zones: a.directive.args.length ? a.zones(a.directive.args) : undefined,
+    // A zone named twice is one zone (RKE2's `kubernetes cluster.local cluster.local in-addr.arpa …`).
+    zones: a.directive.args.length ? [...new Set(a.zones(a.directive.args))] : undefined,
     pods,
+    startupTimeoutMs,
     ttlSeconds,
     namespaces,
     ignoreEmptyService,

@@ -1,6 +1,7 @@
 import { QTYPE, typeFromName } from '@cluster-dns/wire';
 import type { DirectiveArgs } from '../args.js';
 import type { Directive } from '../parse.js';
+import { goRegex } from './errors.js';
 
 export type NameMatch = 'exact' | 'prefix' | 'suffix' | 'substring' | 'regex';
 
@@ -39,13 +40,8 @@ export type RewriteRule =
 const MATCHES: readonly NameMatch[] = ['exact', 'prefix', 'suffix', 'substring', 'regex'];
 
 function regex(a: DirectiveArgs, raw: string): RegExp {
-  if (raw.length > 10_000) a.fail('a regex may be 10000 characters at most');
-  try {
-    // Go's RE2 and JavaScript agree on the patterns a rewrite uses; matched case-insensitively, as names are.
-    return new RegExp(raw, 'i');
-  } catch (error) {
-    return a.fail(`${JSON.stringify(raw)} is not a regular expression: ${(error as Error).message}`);
-  }
+  // Matched case-insensitively, as names are.
+  return goRegex(a, raw, 'i');
 }
 
 /**
