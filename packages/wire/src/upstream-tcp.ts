@@ -13,6 +13,11 @@ export interface UpstreamTcpOptions {
   maxInFlightPerConnection?: number;
   /** Connections to one server at most; past it, queries share the least loaded. */
   maxConnectionsPerServer?: number;
+  /**
+   * Opens a connection: plain TCP by default; DNS over TLS (RFC 7858) gives `tls.connect`, the
+   * same two-octet framing running inside it. Its 'error' is the pool's to handle.
+   */
+  connect?: (server: { host: string; port: number }) => net.Socket;
 }
 
 export interface UpstreamTcp {
@@ -99,7 +104,9 @@ export function createUpstreamTcp(options: UpstreamTcpOptions = {}): UpstreamTcp
 
   const open = (server: { host: string; port: number }, key: string): Connection => {
     opened++;
-    const socket = net.connect({ host: server.host, port: server.port, noDelay: true });
+    const socket = options.connect
+      ? options.connect(server)
+      : net.connect({ host: server.host, port: server.port, noDelay: true });
     const conn: Connection = { socket, pending: new Map(), answered: false, closed: false, idle: undefined };
     let buffered: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {

@@ -47,7 +47,10 @@ import { Dns64Stage } from '../plugins/dns64/dns64-stage.js';
 import { ErrorsStage } from '../plugins/errors/errors-stage.js';
 import { FileStage } from '../plugins/file/file-stage.js';
 import { ForwardStage } from '../plugins/forward/forward-stage.js';
+import { healthProbe } from '../plugins/forward/health-probe.js';
 import { RouteBudget } from '../plugins/forward/route-budget.js';
+import { ServerHealth } from '../plugins/forward/server-health.js';
+import { TlsUpstreams } from '../plugins/forward/tls-upstreams.js';
 import { UpstreamStats } from '../plugins/forward/upstream-stats.js';
 import { HostsStage } from '../plugins/hosts/hosts-stage.js';
 import { LogStage } from '../plugins/log/log-stage.js';
@@ -213,12 +216,17 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     log,
     now: () => performance.now(),
   });
+  // A Corefile forward's tls:// servers, and its servers' health (max_fails, health_check).
+  const tlsUpstreams = new TlsUpstreams();
+  const health = new ServerHealth(healthProbe({ exchangeUdp: upstreamUdp.exchange, tls: tlsUpstreams }));
   const forward = new ForwardStage({
     routes: config.routes,
     budget,
     forward: {
       exchangeUdp: upstreamUdp.exchange,
       exchangeTcp: upstreamTcp.exchange,
+      exchangeTlsFor: (upstream) => tlsUpstreams.exchangeFor(upstream),
+      health,
       timeoutMs: options.upstreamTimeoutMs,
       deadlineMs: options.forwardDeadlineMs,
       stats: upstreams,
@@ -531,6 +539,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       await Promise.race([forward.settled(), sleep(options.forwardDeadlineMs)]);
       upstreamUdp.close();
       upstreamTcp.close();
+      tlsUpstreams.close();
+      health.close();
     },
   };
 }

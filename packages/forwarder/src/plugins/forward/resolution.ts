@@ -51,7 +51,7 @@ export async function resolveQuestion(
   depth = 0,
 ): Promise<Resolved> {
   let route = firstRoute;
-  let raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route.forceTcp);
+  let raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route);
   let rcode = raw.readUInt16BE(2) & RCODE_MASK;
   const personal = route.carryClient && q.clientAddress !== undefined && clientAddressOf(raw) !== undefined;
   if (
@@ -60,7 +60,7 @@ export async function resolveQuestion(
     routes.upstream.servers.length > 0
   ) {
     route = routes.upstream;
-    raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route.forceTcp);
+    raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route);
     rcode = raw.readUInt16BE(2) & RCODE_MASK;
   }
   let { wire, scanned } = normalize(raw);

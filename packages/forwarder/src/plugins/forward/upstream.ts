@@ -21,6 +21,8 @@ import {
   writeName,
 } from '@cluster-dns/wire';
 import { serverText } from '../../config/route-table.js';
+import type { RouteUpstream } from '../../config/server-flag.js';
+import type { ServerHealth } from './server-health.js';
 import type { UpstreamStats } from './upstream-stats.js';
 
 export class UpstreamsFailedError extends ClusterDnsError {
@@ -58,6 +60,16 @@ export interface ForwardOptions {
   now: () => number;
   /** The question's place in its route's share: cancelled when a newer question pushes it out. */
   cancel?: Cancellation;
+  /** DNS over TLS for a route whose servers are `tls://` (tls-upstreams.ts). */
+  exchangeTlsFor?: (upstream: RouteUpstream) => ForwardOptions['exchangeUdp'] | undefined;
+  /** Which servers are down, for a route with `max_fails` (server-health.ts). */
+  health?: ServerHealth;
+}
+
+/** How a route's servers are asked: TCP only, and a Corefile forward's options (TLS, health, failover). */
+export interface RouteVia {
+  readonly forceTcp?: boolean;
+  readonly upstream?: RouteUpstream | undefined;
 }
 
 let casePool = randomBytes(0);
@@ -146,17 +158,27 @@ const MIN_TRY_MS = 5;
  * then on for an hour (UpstreamStats.caseBlind).
  */
 export async function forwardQuery(
-  servers: readonly HostPort[],
+  routeServers: readonly HostPort[],
   q: UpstreamQuestion,
   options: ForwardOptions,
-  forceTcp = false,
+  via: RouteVia | boolean = false,
 ): Promise<Buffer> {
+  const { forceTcp: tcpOnly = false, upstream } = typeof via === 'boolean' ? { forceTcp: via } : via;
+  const health = upstream && options.health;
+  // max_fails: servers marked down are asked after those up; with failfast, not at all.
+  const servers = health ? health.ordered(routeServers, serverText) : routeServers;
+  if (health && upstream.failfast && health.allDown(routeServers, serverText))
+    throw new UpstreamsFailedError(q.name, []);
+  const overTls = upstream?.tls ? options.exchangeTlsFor?.(upstream) : undefined;
+  const forceTcp = tcpOnly || overTls !== undefined;
+  const timeoutMs = upstream?.readTimeoutMs ?? options.timeoutMs;
+  const failover = upstream?.failover ?? [];
   const deadline = performance.now() + options.deadlineMs;
   const tried: string[] = [];
   let fallback: Buffer | undefined;
   let lastError: unknown;
   const { stats } = options;
-  const viaTcp = options.exchangeTcp ?? oneShotTcp;
+  const viaTcp = overTls ?? options.exchangeTcp ?? oneShotTcp;
   const { cancel } = options;
   for (const server of servers) {
     // Pushed out of its share: no other server is tried, the asker is told why.
@@ -171,7 +193,7 @@ export async function forwardQuery(
     const onRejected = (reason: RejectReason) => stats.rejected(id, reason);
     const started = performance.now();
     try {
-      const first = { timeoutMs: Math.min(options.timeoutMs, left), onRejected, ...(cancel ? { cancel } : {}) };
+      const first = { timeoutMs: Math.min(timeoutMs, left), onRejected, ...(cancel ? { cancel } : {}) };
       // No 0x20 over TCP: a connection's sequence numbers already defeat blind spoofing.
       let reply = forceTcp
         ? await viaTcp(server, buildUpstreamQuery(q), first)
@@ -186,7 +208,9 @@ export async function forwardQuery(
       }
       const rcode = reply.readUInt16BE(2) & RCODE_MASK;
       stats.tried(id, rcode, (performance.now() - started) / 1000);
-      if (rcode === RCODE.SERVFAIL || rcode === RCODE.REFUSED) {
+      // It answered: alive, whatever it said.
+      health?.succeeded(id);
+      if (rcode === RCODE.SERVFAIL || rcode === RCODE.REFUSED || failover.includes(rcode)) {
         counts.failures++;
         fallback = reply;
         continue;
@@ -198,6 +222,7 @@ export async function forwardQuery(
       counts.failures++;
       lastError = error;
       stats.tried(id, undefined, (performance.now() - started) / 1000);
+      if (health && upstream) health.failed(id, server, upstream);
     }
   }
   if (fallback) return fallback;

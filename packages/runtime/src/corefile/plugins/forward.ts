@@ -235,7 +235,6 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
       a.fail(`both forward ('${tlsServerName}') and proxy level ('${names[0]}') TLS servernames are set`);
     if (names.length > 1) a.fail('one TLS server name per forward is supported: give each name its own forward');
     servers = destinations.map((d) => d.server);
-    if (tlsCount > 0) a.fail('tls:// upstreams are not supported yet: forward over UDP/TCP');
     if (tlsCount > 0) tls = { serverName: tlsServerName ?? names[0], ...tlsFiles };
   }
   return {

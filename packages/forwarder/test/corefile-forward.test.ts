@@ -1,0 +1,149 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import { createSilentLogger, parseFlags } from '@cluster-dns/runtime';
+import {
+  hasCommand,
+  runChecked,
+  startTestUpstream,
+  type TestUpstream,
+  type TestUpstreamOptions,
+} from '@cluster-dns/testkit';
+import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import { afterEach, describe, expect, it } from 'vitest';
+import { forwarderFlags } from '../src/options.js';
+import { corefileForwarder } from '../src/server/corefile-setup.js';
+import { launchForwarder } from '../src/workers/launcher.js';
+
+// A Corefile's forward as the field writes it: DNS over TLS to a server whose certificate names
+// it (OpenShift's `forward . tls://… { tls_servername …; tls CA }`), and except.
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function upstream(records: TestUpstreamOptions['records']): Promise<TestUpstream> {
+  const u = await startTestUpstream(records ? { records } : {});
+  cleanups.push(() => u.close());
+  return u;
+}
+
+/** A DNS-over-TLS server in front of `behind` (its TCP port): TLS ended here, the bytes passed on. */
+async function tlsFront(behind: TestUpstream, cert: { key: Buffer; cert: Buffer }) {
+  const accepted: tls.TLSSocket[] = [];
+  const server = tls.createServer({ key: cert.key, cert: cert.cert }, (socket) => {
+    accepted.push(socket);
+    const back = net.connect({ host: behind.host, port: behind.port });
+    socket.pipe(back).pipe(socket);
+    const end = () => {
+      socket.destroy();
+      back.destroy();
+    };
+    socket.on('error', end);
+    back.on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const s of accepted) s.destroy();
+        server.close(() => resolve());
+      }),
+  );
+  return { port: (server.address() as net.AddressInfo).port, accepted };
+}
+
+/** Starts the forwarder on this Corefile (in a folder of its own), and asks it. */
+async function corefileMode(text: string, dir: string) {
+  const path = join(dir, 'Corefile');
+  writeFileSync(path, text);
+  const values = parseFlags(forwarderFlags, [`--corefile=${path}`, '--lameduck=0s', '--metrics-port=0']).values;
+  const log = createSilentLogger();
+  const { options, config } = await corefileForwarder(values, { log });
+  const forwarder = launchForwarder({
+    program: 'forwarder',
+    options: { ...options, metricsAddress: '127.0.0.1', metricsPort: 0 },
+    config,
+    workers: 1,
+    workersFlag: '--workers',
+    metricsFlags: 'the Corefile’s prometheus',
+    log,
+  });
+  const { port } = await forwarder.start();
+  cleanups.push(() => forwarder.shutdown());
+  return (name: string) => queryDns({ host: '127.0.0.1', port }, name, QTYPE.A, { timeoutMs: 5000 });
+}
+
+const noOpenssl = hasCommand('openssl') ? undefined : 'openssl is not installed';
+if (noOpenssl) console.warn(`skipping the DNS-over-TLS forward test: ${noOpenssl}`);
+
+describe('a Corefile’s forward', () => {
+  it.skipIf(noOpenssl)(
+    'asks tls:// servers over TLS, checking the certificate against tls_servername and the CA, on one kept connection',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'corefile-forward-'));
+      await runChecked('openssl', [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=dns.example.net',
+        '-addext',
+        'subjectAltName=DNS:dns.example.net',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'ca.pem'),
+      ]);
+      const cert = { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'ca.pem')) };
+      const behind = await upstream({ 'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.80' }] });
+      const front = await tlsFront(behind, cert);
+      const ask = await corefileMode(
+        `.:0 {\n bind 127.0.0.1\n forward . tls://127.0.0.1:${front.port} {\n  tls_servername dns.example.net\n  tls ca.pem\n }\n}\n`.replace(
+          'tls ca.pem',
+          `tls ${join(dir, 'ca.pem')}`,
+        ),
+        dir,
+      );
+      for (let i = 0; i < 5; i++) {
+        const reply = await ask('www.example.org');
+        expect(reply.flags.rcode).toBe(RCODE.NOERROR);
+        expect(reply.answers.map((a) => a.address)).toEqual(['192.0.2.80']);
+      }
+      // Cached after the first: ask names that miss, to see the connection kept.
+      await ask('a.example.org');
+      await ask('b.example.org');
+      expect(front.accepted).toHaveLength(1);
+      expect(behind.queries.length).toBeGreaterThanOrEqual(3);
+
+      // A name the certificate does not hold: no answer comes over that connection.
+      const wrongName = await corefileMode(
+        `.:0 {\n bind 127.0.0.1\n forward . tls://127.0.0.1:${front.port} {\n  tls_servername other.example.net\n  tls ${join(dir, 'ca.pem')}\n }\n}\n`,
+        mkdtempSync(join(tmpdir(), 'corefile-forward-')),
+      );
+      expect((await wrongName('c.example.org')).flags.rcode).toBe(RCODE.SERVFAIL);
+    },
+  );
+
+  it('sends an except name to the forward that takes it, and one nothing takes gets SERVFAIL', async () => {
+    const main = await upstream({ 'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.1' }] });
+    const corp = await upstream({ 'www.corp.example.': [{ type: QTYPE.A, address: '198.51.100.1' }] });
+    const ask = await corefileMode(
+      `.:0 {\n bind 127.0.0.1\n forward . ${main.host}:${main.port} {\n  except corp.example internal.example\n }\n forward corp.example ${corp.host}:${corp.port}\n}\n`,
+      mkdtempSync(join(tmpdir(), 'corefile-forward-')),
+    );
+    expect((await ask('www.example.org')).answers.map((a) => a.address)).toEqual(['192.0.2.1']);
+    expect((await ask('www.corp.example')).answers.map((a) => a.address)).toEqual(['198.51.100.1']);
+    expect((await ask('www.internal.example')).flags.rcode).toBe(RCODE.SERVFAIL);
+    expect(main.queries.map((q) => q.name)).toEqual(['www.example.org.']);
+  });
+});
