@@ -4,6 +4,7 @@ import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
 import { startNodeCache } from './node-local/node-cache.js';
 import { nodeCacheFlags } from './node-local/node-cache-options.js';
 import type { CommandRunner } from './node-local/node-plumbing.js';
+import { validateNodeCacheCorefile } from './node-local/setup.js';
 
 /** ip, iptables and nft, run to their end; a missing binary is exit 127, as a shell says it. */
 const run: CommandRunner = (command, args, input) =>
@@ -33,6 +34,8 @@ await runMain(
       'The forwarder in node-local mode: a drop-in for NodeLocal DNSCache’s node-cache. It takes node-cache’s flags and the node-local-dns ConfigMap’s Corefile, puts the local IPs on a link of the node, and keeps NOTRACK and ACCEPT rules for them (iptables or native nft).',
     flags: nodeCacheFlags,
     shutdownDeadlineMs: 30_000,
+    command: (values, io) =>
+      values.validate ? validateNodeCacheCorefile(values, { ...io, env: process.env }) : undefined,
     start: async (values, { log }) => {
       log.info('starting', { values });
       const cache = await startNodeCache(values, { log, run, env: process.env });

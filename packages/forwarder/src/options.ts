@@ -62,6 +62,9 @@ export const forwarderFlags = {
     '',
     { aliases: ['conf'] },
   ),
+  validate: flag.bool(
+    'with --corefile: read the Corefile and what it imports, print each server block’s plugins in the order a query meets them and where each line came from, then exit: 0, or 2 naming the first line refused. Binds nothing',
+  ),
   'kubernetes-server': flag.string(
     "Corefile mode: where the kubernetes plugin's zones are asked (the record-builder)",
     '127.0.0.1#10053',
@@ -277,6 +280,8 @@ export interface ForwarderOptions {
    * reaches), and from any source: a NOTIFY there only makes us fetch from the zone's own server.
    */
   readonly notifyListen?: { readonly host: string; readonly port: number };
+  /** Further addresses and ports answered alike (a Corefile's blocks on other ports); none from flags. */
+  readonly moreListeners?: ReadonlyArray<{ readonly addresses: readonly string[]; readonly port: number }>;
   /** What sets the listeners, for a bind error to name (a Corefile's server block; the flags by default). */
   readonly listenFlags?: string;
   /** --autopath: server-side search of the cluster's default search path (autopath/). */

@@ -1,4 +1,10 @@
-import { CorefileError, type HostPort, type KubernetesConfig, readCorefile } from '@cluster-dns/runtime';
+import {
+  CorefileError,
+  type HostPort,
+  type KubernetesConfig,
+  type ReadCorefileOptions,
+  readCorefile,
+} from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, toFqdn } from '@cluster-dns/wire';
 import type { PodsMode } from './pod-records.js';
 
@@ -20,6 +26,8 @@ export interface CorefileRecordBuilder {
   readonly clustersetZone: Fqdn | undefined;
   /** `ready [ADDRESS]`: where /ready answers. */
   readonly ready: HostPort | undefined;
+  /** `startup_timeout`: how long the first list is waited for (--initial-sync-timeout). */
+  readonly startupTimeoutMs: number | undefined;
 }
 
 /**
@@ -28,8 +36,12 @@ export interface CorefileRecordBuilder {
  * the forwarder sends it only those the Corefile lists), the clusterset zone of `multicluster`,
  * the pods mode, the TTL, the API server, and the answers' options. Throws CorefileError naming the line.
  */
-export function recordBuilderFromCorefile(text: string, source: string): CorefileRecordBuilder {
-  const blocks = readCorefile(text, { source, mode: 'pod' });
+export function recordBuilderFromCorefile(
+  text: string,
+  source: string,
+  options: Pick<ReadCorefileOptions, 'env' | 'onWarning' | 'files'> = {},
+): CorefileRecordBuilder {
+  const blocks = readCorefile(text, { ...options, source, mode: 'pod' });
   const found = blocks.flatMap((b) => (b.kubernetes ? [{ block: b, k: b.kubernetes }] : []));
   const first = found[0];
   if (!first) throw new CorefileError(1, 'no kubernetes plugin: Corefile mode needs one to answer the cluster', source);
@@ -62,6 +74,7 @@ export function recordBuilderFromCorefile(text: string, source: string): Corefil
     endpointPodNames: k.endpointPodNames,
     clustersetZone,
     ready: blocks.find((b) => b.ready)?.ready,
+    startupTimeoutMs: k.startupTimeoutMs,
   };
 }
 

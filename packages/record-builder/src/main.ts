@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { readFile } from 'node:fs/promises';
-import { nodeProcessHooks, runMain } from '@cluster-dns/runtime';
+import { FlagError, nodeProcessHooks, originText, runMain, validateCorefileAt } from '@cluster-dns/runtime';
 import { recordBuilderFromCorefile } from './corefile-options.js';
 import { prometheusPortArgs, recordBuilderFlags, toRecordBuilderOptions, withCorefile } from './options.js';
 import { createRecordBuilder } from './record-builder.js';
@@ -19,10 +19,21 @@ await runMain(
       'The kubedns container of cluster-dns: watches Services and EndpointSlices and answers the cluster zone and reverse zones authoritatively.',
     flags: recordBuilderFlags,
     shutdownDeadlineMs: 60_000,
+    command: (values, io) => {
+      if (!values.validate) return undefined;
+      if (!values.corefile) throw new FlagError('--validate', 'true', 'given with --corefile=PATH');
+      return validateCorefileAt(values.corefile, 'pod', { ...io, env: process.env });
+    },
     start: async (values, { log }) => {
       const flagged = toRecordBuilderOptions(values);
       const options = values.corefile
-        ? withCorefile(flagged, recordBuilderFromCorefile(await readFile(values.corefile, 'utf8'), values.corefile))
+        ? withCorefile(
+            flagged,
+            recordBuilderFromCorefile(await readFile(values.corefile, 'utf8'), values.corefile, {
+              env: process.env,
+              onWarning: (w) => log.warn('Corefile', { at: originText(w), warning: w.message }),
+            }),
+          )
         : flagged;
       log.info('starting', { options, ...(values.corefile ? { corefile: values.corefile } : {}) });
       const kube = {

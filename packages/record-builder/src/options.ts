@@ -24,6 +24,9 @@ export const recordBuilderFlags = {
     '',
     { aliases: ['conf'] },
   ),
+  validate: flag.bool(
+    'with --corefile: read the Corefile and what it imports, print each server block’s plugins in the order a query meets them and where each line came from, then exit: 0, or 2 naming the first line refused. Binds nothing',
+  ),
   'dns-bind-address': flag.string('address to serve DNS on (UDP and TCP)', '0.0.0.0', { check: address('listen on') }),
   'dns-port': flag.int('port to serve DNS on (UDP and TCP); 0 picks a free one', 10053, { min: 0, max: 65535 }),
   // Sized for push to node caches: each fetches the zones that changed over TCP, relayed by the
@@ -311,6 +314,7 @@ export function withCorefile(options: RecordBuilderOptions, corefile: CorefileRe
     ignoreEmptyService: corefile.ignoreEmptyService || options.ignoreEmptyService,
     endpointPodNames: corefile.endpointPodNames || options.endpointPodNames,
     multiclusterZone: corefile.clustersetZone ?? options.multiclusterZone,
+    initialSyncTimeoutMs: corefile.startupTimeoutMs ?? options.initialSyncTimeoutMs,
   });
 }
 

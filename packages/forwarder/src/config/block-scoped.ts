@@ -6,10 +6,15 @@ import { closestBlock, type Fqdn } from '@cluster-dns/wire';
  */
 export interface BlockScoped<T> {
   readonly zones: readonly Fqdn[];
-  readonly value: T;
+  /** Undefined for a block that does not name the plugin: a name it serves gets none. */
+  readonly value: T | undefined;
 }
 
-/** The value for `name` among `scoped`, or undefined when no block of them serves it. */
+/**
+ * The value for `name`: the setting of the block that serves it (its longest key, among every
+ * block), or undefined when that block has none. A list with no value at all is empty (a plugin no
+ * block names costs a stage nothing).
+ */
 export function scopedValue<T>(scoped: readonly BlockScoped<T>[], name: Fqdn): T | undefined {
   return scoped.length === 0 ? undefined : closestBlock(scoped, name)?.value;
 }

@@ -91,20 +91,30 @@ export function createConfigReloader<P>(deps: ConfigReloaderDeps<P>): ConfigRelo
     for (const [domain, servers] of sources.stubDomains)
       if (servers.some(isSelf))
         throw new ConfigError('stubDomains', `${domain} names this forwarder itself (a forwarding loop)`);
-    // `--server` flags are checked at start; rules from a config file are checked here.
-    if (deps.routesFrom)
-      for (const rule of sources.rules)
-        if (rule.servers.some(isSelf))
-          throw new ConfigError(
-            'Corefile',
-            `${rule.domains.join(' ') || '.'} forwards to this forwarder itself (a forwarding loop)`,
-          );
+    // `--server` flags are checked at start; a config file's rules here. A Corefile block that
+    // forwards to this forwarder itself would loop: that server is dropped (its names, with no
+    // other server, get SERVFAIL) and the rest of the Corefile runs, as CoreDNS's would.
+    let rules = sources.rules;
+    if (deps.routesFrom && rules.some((r) => r.servers.some(isSelf))) {
+      rules = rules.map((r) => {
+        if (!r.servers.some(isSelf)) return r;
+        deps.log.error(
+          'a Corefile block forwards to this forwarder itself (a forwarding loop): that server is not asked',
+          {
+            zones: r.domains.length ? r.domains : ['.'],
+            servers: r.servers.filter(isSelf),
+          },
+        );
+        const others = r.servers.filter((s) => !isSelf(s));
+        return others.length ? { ...r, servers: others } : { ...r, servers: [], unserved: true as const };
+      });
+    }
     const resolvConf = sources.resolvConf.filter((s) => !isSelf(s));
     if (resolvConf.length < sources.resolvConf.length)
       deps.log.warn('ignoring a resolv.conf nameserver that is this forwarder itself', {
         skipped: sources.resolvConf.filter(isSelf),
       });
-    return Object.assign(new RouteTable({ ...sources, resolvConf }), {
+    return Object.assign(new RouteTable({ ...sources, rules, resolvConf }), {
       limits: sources.clientLimits ?? {},
       plugins: sources.plugins ?? deps.noPlugins,
     });

@@ -23,10 +23,21 @@ export async function readConfigSources(
   const data = configDir ? await readConfigDir(configDir) : new Map<string, string>();
   const resolvConf = await readResolvConf(resolvFile);
   const files = new Map<string, string>();
-  for (const path of filePaths) files.set(path, await readFile(path, 'utf8'));
+  const missing: string[] = [];
+  for (const path of filePaths) {
+    try {
+      files.set(path, await readFile(path, 'utf8'));
+    } catch (error) {
+      // A file that is not there (yet) is one the config lacks, not a config that cannot be read:
+      // a hosts file CoreDNS warns of and serves without; the Corefile itself then does not parse.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      missing.push(path);
+    }
+  }
   const hash = createHash('sha256');
   for (const [k, v] of data) hash.update(`${k}\0${v}\0`);
   for (const [k, v] of files) hash.update(`file ${k}\0${v}\0`);
+  for (const k of missing) hash.update(`missing ${k}\0`);
   hash.update(JSON.stringify(resolvConf));
   if (more) hash.update(`more\0${more(files)}`);
   return { version: hash.digest('hex').slice(0, 16), data, resolvConf, files };

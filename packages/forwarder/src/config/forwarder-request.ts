@@ -51,6 +51,8 @@ export interface ForwarderRequest extends DnsRequest {
    * run): the errors plugin logs it, as CoreDNS's logs the error a plugin returns.
    */
   error?: Error;
+  /** A step of a pod's search walk (autopath): the pod it is asked for, whom acl judges. */
+  walkedFor?: string;
   /** How many lookups of the plugins' own (server/forwarder.ts) led to this question: bounded, so a loop ends. */
   lookupDepth?: number;
 }

@@ -79,6 +79,9 @@ export const nodeCacheFlags = {
     0,
     { min: 0, max: 256 },
   ),
+  validate: flag.bool(
+    'read -basecorefile filled as node-cache fills it (and what it imports), print each server block’s plugins in the order a query meets them and where each line came from, then exit: 0, or 2 naming the first line refused. Touches nothing on the node',
+  ),
   skipteardown: flag.bool('leave the interface and rules on exit (for a hand-over between two instances)'),
   basecorefile: flag.string(
     'the node-local-dns ConfigMap’s Corefile: the template, with its placeholders',

@@ -69,7 +69,7 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
     const forward = block.forward;
     if (!forward) fail(block, `server block "${block.keys.map((k) => k.zone).join(' ')}" has no forward`, source);
     if (forward.except.length) fail(forward, 'forward: except is not supported in node-local mode', source);
-    if (forward.maxConcurrent !== undefined) forwardMax = Math.max(forwardMax ?? 0, forward.maxConcurrent);
+    if (forward.maxConcurrent) forwardMax = Math.max(forwardMax ?? 0, forward.maxConcurrent);
     settings.take(block);
     for (const { zone } of block.keys) {
       if (forward.from !== ROOT && forward.from !== zone)
@@ -104,6 +104,7 @@ export function planNodeLocal(servers: readonly ServerConfig[], source = 'Corefi
   const first = settings.listen as { addresses: readonly string[]; port: number };
   return {
     listenAddresses: first.addresses,
+    moreListeners: settings.more,
     port: first.port,
     rules,
     root,

@@ -9,6 +9,7 @@ import {
   parseKubeDnsConfig,
   readCorefile,
   toTcpBackpressure,
+  validateCorefile,
 } from '@cluster-dns/runtime';
 import { type Fqdn, reusePortSupported } from '@cluster-dns/wire';
 import type { Configured } from '../config/config-reloader.js';
@@ -58,6 +59,37 @@ function sourcesOf(
   };
 }
 
+/**
+ * `-validate`: the Corefile filled as node-cache fills it (the kube-dns ConfigMap's stub domains,
+ * the cluster DNS's address from the environment), read as node-local mode reads it.
+ */
+export async function validateNodeCacheCorefile(
+  values: NodeCacheValues,
+  io: { env: Readonly<Record<string, string | undefined>>; stdout(text: string): void; stderr(text: string): void },
+): Promise<number> {
+  const kubeDnsDir = values.kubednscm || (existsSync('/etc/kube-dns') ? '/etc/kube-dns' : '');
+  const raw = await readConfigSources(kubeDnsDir, values['resolv-file'], [values.basecorefile]).catch(
+    (error: unknown) => error as Error,
+  );
+  if (raw instanceof Error) {
+    io.stderr(`${values.basecorefile}: ${raw.message}\n`);
+    return 2;
+  }
+  const text = renderCorefile(raw.files?.get(values.basecorefile) ?? '', {
+    localIps: localIpsOf(values),
+    port: 53,
+    clusterDns: io.env[serviceHostVariable(values.upstreamsvc)],
+    kubeDns: parseKubeDnsConfig(raw.data),
+    resolvFile: values['resolv-file'],
+  });
+  return validateCorefile(text, values.conf !== '' ? values.conf : values.basecorefile, {
+    mode: 'node-local',
+    env: io.env,
+    stdout: io.stdout,
+    stderr: io.stderr,
+  });
+}
+
 /** The forwarder of node-local mode, as the main thread and each worker (--workers) build it. */
 export interface NodeCacheForwarder {
   plan: NodeLocalPlan;
@@ -77,6 +109,7 @@ export async function nodeCacheForwarder(
   const { log } = deps;
   const localIps = localIpsOf(values);
   const basePath = values.basecorefile;
+  const readAs = values.conf !== '' ? values.conf : basePath;
   const kubeDnsDir = values.kubednscm || (existsSync('/etc/kube-dns') ? '/etc/kube-dns' : '');
   const resolvFile = values['resolv-file'];
   const serviceVar = serviceHostVariable(values.upstreamsvc);
@@ -101,7 +134,8 @@ export async function nodeCacheForwarder(
         `${PLACEHOLDER.clusterDns} is used but ${serviceVar} is not set (-upstreamsvc ${values.upstreamsvc}: the kubelet sets it for a Service that exists when the Pod starts)`,
       );
     const servers = readCorefile(text, {
-      source: basePath,
+      // Node-cache's CoreDNS reads the filled-in copy (-conf): its relative imports are from there.
+      source: readAs,
       mode: 'node-local',
       env: deps.env,
       onWarning: (w) => {
@@ -140,6 +174,7 @@ export async function nodeCacheForwarder(
     rules: [],
     listenAddresses: plan.listenAddresses,
     port: plan.port,
+    moreListeners: plan.moreListeners,
     resolvFile,
     cacheSize: values['cache-size'] || Math.max(plan.cacheSize, 1),
     negativeCache: true,
@@ -192,7 +227,7 @@ export async function nodeCacheForwarder(
   const config = {
     files: [basePath, ...watched],
     versionOf: (files: ReadonlyMap<string, string>) =>
-      importsFingerprint(files.get(basePath) ?? '', basePath, { env: deps.env }),
+      importsFingerprint(files.get(basePath) ?? '', readAs, { env: deps.env }),
     routesFrom: (raw: RawConfig) => {
       const next = planOf(raw);
       const fixed = (p: NodeLocalPlan) => JSON.stringify([p.listenAddresses, p.port, p.metrics, p.health, p.cacheSize]);

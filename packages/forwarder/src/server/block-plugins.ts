@@ -22,7 +22,8 @@ import { corefilePath, type FileSource } from './corefile-plan.js';
  */
 export interface BlockPlugins {
   readonly rewrites: readonly ScopedRewrites[];
-  readonly hosts: readonly HostsTable[];
+  /** Each block's hosts table (every block listed, when any has one). */
+  readonly hosts: readonly BlockScoped<HostsTable>[];
   /** `acl` blocks: who may ask what, by zone (plugins/acl). */
   readonly acls: readonly ScopedAcl[];
   readonly templates: readonly BlockScoped<readonly TemplateConfig[]>[];
@@ -32,6 +33,7 @@ export interface BlockPlugins {
   readonly dns64: readonly BlockScoped<Dns64Config>[];
   readonly any: readonly BlockScoped<true>[];
   readonly chaos: readonly BlockScoped<ChaosConfig>[];
+  readonly whoami: readonly BlockScoped<true>[];
   readonly files: readonly FileZone[];
 }
 
@@ -46,6 +48,7 @@ export const NO_BLOCK_PLUGINS: BlockPlugins = Object.freeze({
   dns64: [],
   any: [],
   chaos: [],
+  whoami: [],
   files: [],
 });
 
@@ -54,15 +57,23 @@ export function blockPluginsOf(
   servers: readonly ServerConfig[],
   built: { hosts: readonly HostsTable[]; files: readonly FileZone[] },
 ): BlockPlugins {
-  const scoped = <T>(pick: (block: ServerConfig) => T | undefined): BlockScoped<T>[] =>
-    servers.flatMap((block) => {
-      const value = pick(block);
-      return value === undefined ? [] : [{ zones: zonesOf(block), value }];
-    });
+  // Every block is listed when any names the plugin, so a name takes its own block's (or none),
+  // never an enclosing block's; when none names it, the list is empty and the stage costs nothing.
+  const scoped = <T>(pick: (block: ServerConfig) => T | undefined): BlockScoped<T>[] => {
+    const all = servers.map((block) => ({ zones: zonesOf(block), value: pick(block) }));
+    return all.some((b) => b.value !== undefined) ? all : [];
+  };
   return {
-    rewrites: servers.flatMap((b) => (b.rewrite.length ? [{ zones: zonesOf(b), rules: b.rewrite }] : [])),
-    hosts: built.hosts,
-    acls: servers.flatMap((b) => b.acls.map((acl) => scopedAcl(acl, zonesOf(b)))),
+    // Every block, when any rewrites: a name takes its own block's rules (none), not an enclosing one's.
+    rewrites: servers.some((b) => b.rewrite.length)
+      ? servers.map((b) => ({ zones: zonesOf(b), rules: b.rewrite }))
+      : [],
+    hosts: scoped((b) => built.hosts.find((t) => t.config.blockZones?.join() === zonesOf(b).join())),
+    // Every block is listed, an acl-less one with no rules: a name is judged by the block that serves it.
+    acls: servers.flatMap((b) => {
+      const zones = zonesOf(b);
+      return b.acls.length ? b.acls.map((acl) => scopedAcl(acl, zones)) : [{ zones, rules: [], blockZones: zones }];
+    }),
     // A template without zones of its own takes the block's (plugin.OriginsFromArgsOrServerBlock).
     templates: scoped((b) =>
       b.templates.length ? b.templates.map((t) => ({ ...t, zones: t.zones ?? zonesOf(b) })) : undefined,
@@ -73,6 +84,7 @@ export function blockPluginsOf(
     dns64: scoped((b) => b.dns64),
     any: scoped((b) => (b.any ? true : undefined)),
     chaos: scoped((b) => b.chaos),
+    whoami: scoped((b) => (b.whoami ? true : undefined)),
     files: built.files,
   };
 }
@@ -96,7 +108,9 @@ export function readBlockPlugins(
   };
   // A hosts file that is not there serves its inline entries, as CoreDNS's does.
   const hosts = plan.hosts.map((h) => new HostsTable(h, parseHostsText(read(h.file) ?? '')));
-  const files = plan.files.map((f) => {
+  const files = plan.files.flatMap((f) => {
+    // A zone file that is not there yet: its zone answers nothing until it is (the reader warned).
+    if (read(f.file) === undefined) return [];
     try {
       return FileZone.fromText(text('file', f.file), f.origin, {
         fallthrough: f.fallthrough,

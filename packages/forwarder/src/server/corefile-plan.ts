@@ -61,6 +61,8 @@ export function routeCacheOf(cache: CacheConfig): { cache: CachePolicy; capacity
 export interface ProcessPlan {
   readonly listenAddresses: readonly string[];
   readonly port: number;
+  /** Other blocks' addresses and ports, each bound too (CoreDNS serves each port a block names). */
+  readonly moreListeners: ReadonlyArray<{ readonly addresses: readonly string[]; readonly port: number }>;
   /** Entries of the one cache. */
   readonly cacheSize: number;
   /** `prometheus [ADDRESS]`: where the forwarder's /metrics listens. */
@@ -87,6 +89,8 @@ const sameAddress = (a: HostPort | undefined, b: HostPort) =>
  */
 export class ServerSettings {
   listen: { addresses: readonly string[]; port: number; line: number } | undefined;
+  /** Listeners beyond the first block's: blocks on other ports or addresses (a name still goes to its longest zone). */
+  readonly more: Array<{ addresses: readonly string[]; port: number }> = [];
   metrics: HostPort | undefined;
   health: HostPort | undefined;
   lameduckMs: number | undefined;
@@ -100,13 +104,16 @@ export class ServerSettings {
     const line = (plugin: string) => ({ line: block.lines.get(plugin) ?? block.line });
     const binds = block.bind ?? ['0.0.0.0'];
     for (const { zone, port } of block.keys) {
+      const key = `${binds.join(' ')}:${port}`;
       if (this.listen === undefined) this.listen = { addresses: binds, port, line: block.line };
-      else if (this.listen.port !== port || this.listen.addresses.join(' ') !== binds.join(' '))
-        fail(
-          block,
-          `every server block must bind the same addresses and port (line ${this.listen.line} has ${this.listen.addresses.join(' ')} port ${this.listen.port})`,
-          source,
-        );
+      else if (
+        `${this.listen.addresses.join(' ')}:${this.listen.port}` !== key &&
+        !this.more.some((m) => `${m.addresses.join(' ')}:${m.port}` === key)
+      ) {
+        if (this.listen.port === 0 || port === 0)
+          fail(block, 'a block on port 0 (a free port) must be the only listener', source);
+        this.more.push({ addresses: binds, port });
+      }
       if (this.zones.has(zone)) fail(block, `zone ${zone} has two server blocks`, source);
       this.zones.add(zone);
     }
@@ -142,6 +149,7 @@ export function blockFilesOf(servers: readonly ServerConfig[]): { hosts: ScopedH
         ...block.hosts,
         file: corefilePath(block.hosts.file, block.root, block.file),
         zones: block.hosts.zones ?? zones,
+        blockZones: zones,
       });
     for (const file of block.files)
       for (const origin of file.zones ?? zones)

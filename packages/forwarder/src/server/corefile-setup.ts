@@ -101,6 +101,7 @@ export async function corefileForwarder(
     rules: [],
     listenAddresses: plan.listenAddresses,
     port: plan.port,
+    moreListeners: plan.moreListeners,
     resolvFile: resolvFileOf(plan),
     cacheSize: plan.cacheSize,
     // Each route carries its block's cache policy; these are what a route without one would take.
@@ -131,6 +132,7 @@ export async function corefileForwarder(
     JSON.stringify([
       p.listenAddresses,
       p.port,
+      p.moreListeners,
       p.metrics,
       p.health,
       p.cacheSize,

@@ -62,6 +62,7 @@ import { RewriteStage } from '../plugins/rewrite/rewrite-stage.js';
 import { SubdomainGuardStage } from '../plugins/subdomain-guard/subdomain-guard-stage.js';
 import { TemplateStage } from '../plugins/template/template-stage.js';
 import { TransferRelayStage } from '../plugins/transfer/transfer-relay-stage.js';
+import { WhoamiStage } from '../plugins/whoami/whoami-stage.js';
 import { type BlockPlugins, NO_BLOCK_PLUGINS } from './block-plugins.js';
 import { createHitLane } from './hit-lane.js';
 import { laneBypassOf } from './lane-bypass.js';
@@ -71,7 +72,9 @@ import { ServerQueryCounts } from './query-counts.js';
 import { createSelfCheck } from './self-address.js';
 import type { Serving } from './serving.js';
 
-export const VERSION = 'cluster-dns-forwarder-0.1.0';
+export { VERSION } from '../plugins/chaos/chaos-stage.js';
+
+import { VERSION } from '../plugins/chaos/chaos-stage.js';
 
 export interface ForwarderDeps {
   log: Logger;
@@ -182,7 +185,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     onApplied: (next, _previous, plugins) => {
       pluginsFirst = laneBypassOf(plugins);
       // An acl must see every query: no hit is answered before the chain while one stands.
-      aclsStand = options.acl.length > 0 || plugins.acls.length > 0;
+      aclsStand = options.acl.length > 0 || plugins.acls.some((a) => a.rules.length > 0);
       // A pool's lanes know no config: any plugin before the cache that the lane must heed sends
       // every query of theirs to this chain (worker 0's lane checks each reply itself).
       deps.pooled?.setChainOnly?.(aclsStand || pluginsFirst !== undefined);
@@ -279,7 +282,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const askerOf = (request: ForwarderRequest) => door.askerOf(request.query.raw, request.context.remoteAddress);
   const clusterZone = clusterZoneOf(options);
   // --acl's rules cover every name, ahead of a Corefile's blocks.
-  const flagAcls: readonly ScopedAcl[] = options.acl.length ? [{ zones: [ROOT], rules: options.acl }] : [];
+  const flagAcls: readonly ScopedAcl[] = options.acl.length
+    ? [{ zones: [ROOT], rules: options.acl, blockZones: [ROOT], flags: true }]
+    : [];
   const acl = new AclStage(
     () => [...flagAcls, ...config.plugins().acls],
     askerOf,
@@ -336,6 +341,14 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       hosts,
       file,
       new LoopGuardStage(loops),
+      new WhoamiStage(
+        () => plugins().whoami,
+        // CoreDNS's whoami comes after forward: it answers only what no forward takes.
+        (name) => {
+          const route = config.routes().routeFor(name);
+          return route.kind !== 'unserved' && route.servers.length > 0;
+        },
+      ),
       guard,
     ],
     (request) => forward.serve(request),
@@ -468,6 +481,16 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         );
         listeners.push(listener);
       }
+      // A Corefile's blocks on other ports or addresses: the same handler answers there too.
+      for (const more of options.moreListeners ?? [])
+        for (const host of more.addresses)
+          listeners.push(
+            await server.listenDns(
+              `dns ${host}:${more.port}`,
+              { ...listen, host, port: more.port, handler, express, door, reusePort: options.reusePort },
+              drainMs,
+            ),
+          );
       let notifyPort: number | undefined;
       if (options.notifyListen) {
         const { host, port } = options.notifyListen;
@@ -541,6 +564,8 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       upstreamTcp.close();
       tlsUpstreams.close();
       health.close();
+      // consolidate's open periods are reported now, as CoreDNS's errors does at shutdown.
+      errors.flush();
     },
   };
 }

@@ -14,7 +14,7 @@ export function laneBypassOf(
   plugins: BlockPlugins,
 ): ((raw: Buffer, reply: Buffer, qtype: number) => boolean) | undefined {
   const logsHits = plugins.logs.some((b) =>
-    b.value.some((r) => r.classes.has('all') || r.classes.has('success') || r.classes.has('denial')),
+    (b.value ?? []).some((r) => r.classes.has('all') || r.classes.has('success') || r.classes.has('denial')),
   );
   if (logsHits) return () => true;
   const types = new Set<number>([
@@ -22,7 +22,7 @@ export function laneBypassOf(
     ...(plugins.any.length ? [QTYPE.ANY] : []),
   ]);
   const sizeLimit = plugins.bufsize.length
-    ? Math.min(...plugins.bufsize.map((b) => b.value))
+    ? Math.min(...plugins.bufsize.map((b) => b.value ?? Number.POSITIVE_INFINITY))
     : Number.POSITIVE_INFINITY;
   const rewrites = plugins.rewrites.flatMap((b) => b.rules);
   if (types.size === 0 && sizeLimit === Number.POSITIVE_INFINITY && rewrites.length === 0) return undefined;

@@ -126,12 +126,6 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
 
   it.each([
     [
-      'a fallthrough with no forward to fall to',
-      'cluster.local:53 {\n kubernetes {\n  fallthrough\n }\n}',
-      2,
-      'needs a forward',
-    ],
-    [
       'two kubernetes plugins',
       'a.local {\n kubernetes\n}\nb.local {\n kubernetes\n}',
       5,
@@ -142,12 +136,6 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
       '.:53 {\n forward . 1.1.1.1\n cache {\n  serve_stale 1h verify\n }\n}',
       3,
       'serve_stale verify',
-    ],
-    [
-      'blocks on two ports',
-      '.:53 {\n forward . 1.1.1.1\n}\na.local:5353 {\n forward . 1.1.1.1\n}',
-      4,
-      'same addresses and port',
     ],
   ])('refuses %s, naming the line', (_what, text, line, words) => {
     const error = errorOf(text);
@@ -172,5 +160,15 @@ describe('a Pod’s Corefile as the forwarder runs it', () => {
       '.:53 {\n forward . 192.0.2.1\n}\nexample.org {\n template IN A {\n  answer "{{ .Name }} 60 IN A 192.0.2.9"\n }\n}',
     );
     expect(p.rules.find((r) => r.domains.includes(toFqdn('example.org')))).toMatchObject({ unserved: true });
+  });
+
+  it('keeps the NXDOMAIN of a fallthrough with no forward after it (nothing to fall to)', () => {
+    const p = plan('cluster.local:53 {\n kubernetes {\n  fallthrough\n }\n}');
+    expect(p.rules.find((r) => r.domains.includes(toFqdn('cluster.local')))).toMatchObject({ fallThrough: false });
+  });
+
+  it('binds every port the blocks name (vcluster’s 1053 beside a custom block’s 53)', () => {
+    const p = plan('.:1053 {\n forward . 192.0.2.1\n}\nexample.org:53 {\n forward . 192.0.2.2\n}');
+    expect([p.port, p.moreListeners]).toEqual([1053, [{ addresses: ['0.0.0.0'], port: 53 }]]);
   });
 });

@@ -100,12 +100,16 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
     }
     const forwards = block.forwards;
     for (const f of forwards) {
-      if (f.maxConcurrent !== undefined) forwardMax = Math.max(forwardMax ?? 0, f.maxConcurrent);
+      // max_concurrent 0 is CoreDNS's "no limit": the forwarder's own share then applies.
+      if (f.maxConcurrent) forwardMax = Math.max(forwardMax ?? 0, f.maxConcurrent);
       if (f.from !== ROOT && !zones.includes(f.from) && !zones.some((z) => isInZone(f.from, z)))
         fail(f, `forward: FROM ${f.from} is outside the block's zones`, source);
     }
     const routeOf = (zone: Fqdn, f: ForwardConfig) => ({
       servers: f.to,
+      // A forward's answer is its answer: not asked of the upstreams again (the kube-dns layout's
+      // reverse-zone fallthrough is the kubernetes plugin's `fallthrough` here).
+      fallThrough: false,
       forceTcp: f.forceTcp,
       policy: f.policy,
       cache: cacheFor(zone, cache),
@@ -128,9 +132,9 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
         block.k8sExternal && under(zone, block.k8sExternal.zones ?? zones)
           ? block.k8sExternal.fallthrough
           : k?.fallthrough;
-      const fallsThrough = fall !== undefined && (fall.length === 0 || under(zone, fall));
-      if (fallsThrough && !forwardFor(forwards, zone))
-        fail(k ?? block, `kubernetes: fallthrough in ${zone} needs a forward for it in this block`, source);
+      // A fallthrough with no forward after it has nothing to fall to: the name's NXDOMAIN stands.
+      const fallsThrough =
+        fall !== undefined && (fall.length === 0 || under(zone, fall)) && forwardFor(forwards, zone) !== undefined;
       rules.push({
         domains: [zone],
         servers: [recordBuilder],
@@ -194,6 +198,7 @@ export function planPod(servers: readonly ServerConfig[], recordBuilder: HostPor
   const first = settings.listen as { addresses: readonly string[]; port: number };
   return {
     listenAddresses: first.addresses,
+    moreListeners: settings.more,
     port: first.port,
     rules,
     root,

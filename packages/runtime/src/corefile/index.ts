@@ -39,4 +39,4 @@ export type { NameMatch, RegexRewrite, RewriteRule } from './plugins/rewrite.js'
 export type { ChaosConfig, Dns64Config } from './plugins/small.js';
 export type { TemplateConfig } from './plugins/template.js';
 export { type ReadCorefileOptions, readCorefile, type ServerConfig } from './server-blocks.js';
-export { corefilePlanText, type ValidateOptions, validateCorefile } from './validate.js';
+export { corefilePlanText, type ValidateOptions, validateCorefile, validateCorefileAt } from './validate.js';

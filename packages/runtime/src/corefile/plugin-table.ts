@@ -88,7 +88,7 @@ export const PLUGIN_TABLE: ReadonlyArray<readonly [string, PluginSupport]> = [
   ['proxy', runs('forwarder')],
   ['grpc', refused('DNS over gRPC upstreams are not supported; forward over UDP/TCP or tls://')],
   ['erratic', refused('a test plugin')],
-  ['whoami', refused('a test plugin')],
+  ['whoami', runs('forwarder')],
   ['on', refused('no events run commands here')],
   ['sign', refused('zones are not signed here')],
   ['view', refused('views are not supported: every client gets the same server block')],

@@ -186,10 +186,10 @@ describe('readCorefile: the one Corefile reader', () => {
     ],
     ['a TTL out of range', '.:53 {\n kubernetes {\n  ttl 4000\n }\n}', 3, 'TTL must be an integer from 0 to 3600'],
     [
-      'a cache option we do not have',
-      '.:53 {\n cache {\n  servfail 5s\n }\n}',
+      'a cache option CoreDNS does not have',
+      '.:53 {\n cache {\n  stale 5s\n }\n}',
       3,
-      'cache servfail: "servfail" is not supported',
+      'cache stale: "stale" is not supported',
     ],
     [
       'a forward policy we do not know',

@@ -72,6 +72,8 @@ export interface ServerConfig {
   readonly chaos: ChaosConfig | undefined;
   readonly dns64: Dns64Config | undefined;
   readonly any: boolean;
+  /** `whoami`: every question answered with the asker's address and port. */
+  readonly whoami: boolean;
   /** `root PATH`: where relative file names are read from. */
   readonly root: string | undefined;
   /** Its `acl`s, in the order written: each covers its zones, the first that decides wins. */
@@ -150,6 +152,7 @@ function emptyConfig(block: ServerBlock): Mutable<ServerConfig> & {
     chaos: undefined,
     dns64: undefined,
     any: false,
+    whoami: false,
     root: undefined,
     acls: [],
     autopath: undefined,
@@ -280,6 +283,11 @@ function setUp(config: ReturnType<typeof emptyConfig>, name: string, a: Directiv
       break;
     case 'any':
       config.any = setupAny(a);
+      break;
+    case 'whoami':
+      a.noBlock();
+      a.count(0, 0, 'whoami');
+      config.whoami = true;
       break;
     case 'root':
       config.root = setupRoot(a);

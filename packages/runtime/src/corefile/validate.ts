@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { CorefileFiles } from './corefile-files.js';
 import { CorefileError, type CorefileWarning, originText } from './parse.js';
 import { pluginOf } from './plugin-table.js';
@@ -57,4 +58,20 @@ export function validateCorefile(text: string, source: string, options: Validate
     options.stderr(`${error.message}\n`);
     return 2;
   }
+}
+
+/** `-validate` on a Corefile file: its text read first (a file that cannot be read is exit 2 too). */
+export function validateCorefileAt(
+  path: string,
+  mode: 'pod' | 'node-local',
+  options: Omit<ValidateOptions, 'mode'>,
+): number {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    options.stderr(`${path}: ${(error as Error).message}\n`);
+    return 2;
+  }
+  return validateCorefile(text, path, { ...options, mode });
 }

@@ -1,5 +1,5 @@
 import type { Buffer } from 'node:buffer';
-import type { AclAction } from '@cluster-dns/runtime';
+import type { AclAction, AclRule } from '@cluster-dns/runtime';
 import {
   buildBareResponse,
   cidrContains,
@@ -48,17 +48,17 @@ export class AclStage implements Stage<ForwarderRequest> {
   }
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
-    if (request.ownQuestion) return next(request);
+    // The forwarder's own reads (the client map) go on; a step of a pod's search walk is the pod's.
+    if (request.ownQuestion && request.walkedFor === undefined) return next(request);
     // The client map says which namespace each pod address is in: for the forwarders' own reads
     // (autopath, acl, the namespace series) and the node caches', not for any pod to list.
     if (isInZone(request.query.key, this.clientMapZone) && !this.mayReadClientMap(request.context.remoteAddress)) {
       this.clientMapRefused++;
       return bare(request, RCODE.REFUSED);
     }
-    // The rules of the block that serves this name, as CoreDNS picks a block.
-    const rules = closestBlock(this.blocks(), request.query.key)?.rules;
-    if (!rules?.length) return next(request);
-    const { address } = this.askerOf(request);
+    const rules = this.rulesFor(request.query.key);
+    if (rules.length === 0) return next(request);
+    const address = request.walkedFor ?? this.askerOf(request).address;
     const qtype = request.query.qtype;
     const candidates = rules.filter(
       (r) =>
@@ -76,6 +76,25 @@ export class AclStage implements Stage<ForwarderRequest> {
       return this.apply(rule?.action, request, next);
     };
     return map instanceof Promise ? map.then(decide) : decide(map);
+  }
+
+  /**
+   * The rules that judge a name, in order: every acl of the block that serves it (the one with its
+   * longest key, as CoreDNS picks a block) whose zones hold the name, as CoreDNS chains one acl to
+   * the next when none of the first's lines matches; --acl's (zone `.`, a block of their own) first.
+   */
+  private rulesFor(name: Fqdn): AclRule[] {
+    const acls = this.blocks();
+    if (acls.length === 0) return [];
+    const block = closestBlock(
+      acls.filter((a) => !a.flags).map((a) => ({ zones: a.blockZones })),
+      name,
+    );
+    const out: AclRule[] = [];
+    for (const acl of acls)
+      if ((acl.flags || acl.blockZones === block?.zones) && acl.zones.some((z) => isInZone(name, z)))
+        out.push(...acl.rules);
+    return out;
   }
 
   private apply(

@@ -98,7 +98,8 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     }
     this.counts.walked++;
     const q = request.query;
-    const ask = (name: Fqdn) => next(ownRequest(request, name, q.qtype));
+    // Each step is the pod's question too: an acl after this stage judges it for the pod (coredns#8290).
+    const ask = (name: Fqdn) => next({ ...ownRequest(request, name, q.qtype), walkedFor: asker.address });
     const rest = restOfWalk(step, zone, extraSearch);
     // The steps in the cluster's zone are asked at once with the first: they are answered from
     // the record-builder's memory, and kept (negative answers too: the zone is pushed), so a walk

@@ -14,8 +14,11 @@ import {
 import { type BlockScoped, scopedValue } from '../../config/block-scoped.js';
 import { answerStatsQuery, isStatsName, type StatsSnapshot } from './chaos-stats.js';
 
+/** This forwarder's version: dnsmasq's `version.bind` statistic, and `chaos` without a VERSION. */
+export const VERSION = 'cluster-dns-forwarder-0.1.0';
+
 /** What `chaos` without a VERSION answers, and without AUTHORS. */
-export const CHAOS_DEFAULTS = { version: 'cluster-dns-0.1.0', authors: ['cluster-dns'] } as const;
+export const CHAOS_DEFAULTS = { version: VERSION, authors: ['cluster-dns'] } as const;
 
 export interface ChaosStageDeps {
   /** `stats()` may resolve later: with --workers it sums every worker's counts. */

@@ -1,7 +1,7 @@
 import { createLogger } from '@cluster-dns/runtime';
 import { buildBareResponse } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
-import { blockPluginsOf, NO_BLOCK_PLUGINS } from '../../server/block-plugins.js';
+import { blockPluginsOf } from '../../server/block-plugins.js';
 import { askCase, loadCases, rcodeOf, readCase, type ServeCase } from '../../testing/coredns-cases.js';
 import { ErrorsStage, goDuration } from './errors-stage.js';
 
@@ -12,7 +12,10 @@ const PREFIX: Record<string, string> = { error: '[ERROR]', warn: '[WARNING]', in
 function setUp(c: ServeCase) {
   const { servers, error } = readCase(c);
   if (error) throw error;
-  const configs = blockPluginsOf(servers ?? [], NO_BLOCK_PLUGINS).errors.map((b) => ({ ...b, zones: ['.' as never] }));
+  const configs = blockPluginsOf(servers ?? [], { hosts: [], files: [] }).errors.map((b) => ({
+    ...b,
+    zones: ['.' as never],
+  }));
   const lines: string[] = [];
   const log = createLogger({
     component: 'forwarder',

@@ -19,7 +19,7 @@ function stageWith(block: string) {
   const table = new HostsTable({ ...hosts, zones: hosts.zones ?? [toFqdn('.')] }, parseHostsText(FILE));
   let forwarded = 0;
   const ask = askThrough(
-    chainStages<ForwarderRequest>([new HostsStage(() => [table])], (request) => {
+    chainStages<ForwarderRequest>([new HostsStage(() => [{ zones: [toFqdn('.')], value: table }])], (request) => {
       forwarded++;
       return buildBareResponse(request.query, RCODE.NXDOMAIN, { recursionAvailable: true });
     }),

@@ -9,6 +9,7 @@ import {
   type Reply,
   type Stage,
 } from '@cluster-dns/wire';
+import { type BlockScoped, scopedValue } from '../../config/block-scoped.js';
 import type { ForwarderRequest } from '../../config/forwarder-request.js';
 import type { HostsTable } from './hosts-table.js';
 
@@ -21,12 +22,13 @@ export class HostsStage implements Stage<ForwarderRequest> {
   readonly name = 'hosts';
   readonly counts = { answered: 0 };
 
-  constructor(private readonly tables: () => readonly HostsTable[]) {}
+  constructor(private readonly tables: () => readonly BlockScoped<HostsTable>[]) {}
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
     const q = request.query;
-    const table = this.tables().find((t) => t.covers(q.key));
-    if (!table) return next(request);
+    // The table of the block that serves the name (its longest key), if the name is in the table's zones.
+    const table = scopedValue(this.tables(), q.key);
+    if (!table?.covers(q.key)) return next(request);
     const found = table.lookup(q.key, q.qtype);
     const supported = q.qtype === QTYPE.A || q.qtype === QTYPE.AAAA || q.qtype === QTYPE.PTR;
     if (found === 'nodata' && !supported && table.unsupportedFallsThrough(q.key)) return next(request);

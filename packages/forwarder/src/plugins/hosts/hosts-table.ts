@@ -5,6 +5,8 @@ import { canonicalIpv6, type Fqdn, isInZone, QCLASS, QTYPE, type Rr, reverseName
 /** One block's `hosts`, its zones filled in. */
 export interface ScopedHosts extends Omit<HostsConfig, 'zones'> {
   readonly zones: readonly Fqdn[];
+  /** The server block's keys: a name is looked up only in the table of the block that serves it. */
+  readonly blockZones?: readonly Fqdn[];
 }
 
 /** What a hosts table says of a question: these records, the name with other types only, or nothing. */

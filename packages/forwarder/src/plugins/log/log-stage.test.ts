@@ -2,7 +2,7 @@ import { createLogger, type LogRule } from '@cluster-dns/runtime';
 import { QTYPE } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import type { BlockScoped } from '../../config/block-scoped.js';
-import { blockPluginsOf, NO_BLOCK_PLUGINS } from '../../server/block-plugins.js';
+import { blockPluginsOf } from '../../server/block-plugins.js';
 import { askCase, loadCases, readCase, type ServeCase } from '../../testing/coredns-cases.js';
 import { LogStage } from './log-stage.js';
 
@@ -10,7 +10,7 @@ import { LogStage } from './log-stage.js';
 function logged(c: ServeCase, podOf: (remote: string) => string | undefined = () => undefined) {
   const { servers, error } = readCase(c);
   if (error) throw error;
-  const rules = blockPluginsOf(servers ?? [], NO_BLOCK_PLUGINS).logs.map(
+  const rules = blockPluginsOf(servers ?? [], { hosts: [], files: [] }).logs.map(
     (b): BlockScoped<readonly LogRule[]> => ({ ...b, zones: ['.' as never] }),
   );
   const lines: Array<Record<string, unknown>> = [];

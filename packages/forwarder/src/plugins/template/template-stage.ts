@@ -128,6 +128,8 @@ export class TemplateStage implements Stage<ForwarderRequest> {
     return falls ? 'next' : 'servfail';
   }
 
+  private lastError: Error | undefined;
+
   private records(section: string, texts: TemplateConfig['answer'], data: TemplateData): DecodedRr[] | undefined {
     const out: DecodedRr[] = [];
     for (const text of texts) {
@@ -136,6 +138,8 @@ export class TemplateStage implements Stage<ForwarderRequest> {
       } catch (error) {
         if (!(error instanceof TemplateRunError || error instanceof RecordTextError)) throw error;
         this.counts.failures.set(section, (this.counts.failures.get(section) ?? 0) + 1);
+        // For `errors`, as CoreDNS's template returns the error.
+        this.lastError = error;
         return undefined;
       }
     }
@@ -146,7 +150,10 @@ export class TemplateStage implements Stage<ForwarderRequest> {
     const answer = this.records('answer', t.answer, data);
     const additional = this.records('additional', t.additional, data);
     const authority = this.records('authority', t.authority, data);
-    if (!answer || !additional || !authority) return this.bare(request, RCODE.SERVFAIL);
+    if (!answer || !additional || !authority) {
+      request.error = this.lastError;
+      return this.bare(request, RCODE.SERVFAIL);
+    }
     const q = request.query;
     const option = t.ederror
       ? {

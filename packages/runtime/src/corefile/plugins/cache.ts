@@ -1,4 +1,4 @@
-import type { Fqdn } from '@cluster-dns/wire';
+import { type Fqdn, ROOT } from '@cluster-dns/wire';
 import type { DirectiveArgs } from '../args.js';
 
 /** One kind of the cache (success: positive answers; denial: NXDOMAIN and NODATA). */
@@ -40,14 +40,17 @@ export function setupCache(a: DirectiveArgs): CacheConfig {
   let serveStale: CacheConfig['serveStale'];
   const disable = { success: [] as Fqdn[], denial: [] as Fqdn[] };
   for (const d of a.directive.block ?? []) {
-    const s = a.sub(d);
+    const s: DirectiveArgs = a.sub(d);
     switch (d.name) {
       case 'success':
       case 'denial': {
         const [capacity, max, min] = s.count(1, 3, `${d.name} CAPACITY [TTL [MINTTL]]`);
         const before = d.name === 'success' ? success : denial;
+        const cap = s.integer(capacity, 'CAPACITY', 0);
+        // A kind with room for nothing is not cached (issue coredns#5028's `denial 0`).
+        if (cap === 0) disable[d.name].push(ROOT);
         const next = {
-          capacity: s.integer(capacity, 'CAPACITY', 1),
+          capacity: cap,
           maxTtlSeconds: max === undefined ? before.maxTtlSeconds : s.integer(max, 'TTL', 1),
           minTtlSeconds: min === undefined ? before.minTtlSeconds : s.integer(min, 'MINTTL'),
         };
@@ -82,8 +85,26 @@ export function setupCache(a: DirectiveArgs): CacheConfig {
         disable[which].push(...(zones.length ? s.zones(zones) : s.zones(['.'])));
         break;
       }
+      case 'servfail': {
+        const [duration] = s.count(1, 1, 'servfail DURATION');
+        const ms = s.durationMs(duration, 'DURATION');
+        if (ms > 300_000) s.fail('DURATION must be 5m or less');
+        if (ms > 0)
+          s.warn(
+            'SERVFAIL answers are not cached here: each is asked again (the forward’s health checks keep a dead server from being asked first)',
+          );
+        break;
+      }
+      case 'keepttl':
+        s.count(0, 0, 'keepttl');
+        s.warn(
+          'accepted and ignored: cached answers count their TTL down, as the record-builder’s pushes keep them fresh',
+        );
+        break;
       default:
-        s.fail(`"${d.name}" is not supported (success, denial, prefetch, serve_stale and disable are)`);
+        s.fail(
+          `"${d.name}" is not supported (success, denial, prefetch, serve_stale, disable, servfail and keepttl are)`,
+        );
     }
   }
   return {

@@ -159,6 +159,7 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
         break;
       case 'max_connect_attempts':
         s.integer(s.count(1, 1, 'max_connect_attempts NUMBER')[0], 'NUMBER', 0, 4_294_967_295);
+        s.warn('read and ignored: each server of the route is tried once per query, within the forward deadline');
         break;
       case 'health_check': {
         const [interval, ...options] = d.args;
@@ -194,9 +195,11 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
         break;
       case 'max_age':
         durationOf(s, s.count(1, 1, 'max_age DURATION')[0], 'max_age');
+        s.warn('read and ignored: a kept connection closes after `expire` idle, whatever its age');
         break;
       case 'max_idle_conns':
         s.integer(s.count(1, 1, 'max_idle_conns NUMBER')[0], 'NUMBER', 0);
+        s.warn('read and ignored: kept connections are pooled per server by how many queries are in flight');
         break;
       case 'read_timeout': {
         readTimeoutMs = s.durationMs(s.count(1, 1, 'read_timeout DURATION')[0], 'read_timeout');
@@ -205,9 +208,11 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
       }
       case 'failover':
         failover = rcodesOf(s, 'failover');
+        if (failover.includes(RCODE.NOERROR)) s.fail('NOERROR cannot be a failover rcode');
         break;
       case 'next':
         next = rcodesOf(s, 'next');
+        s.warn('read and ignored: a forward’s answer is the answer (the next plugin is not asked)');
         break;
       case 'failfast_all_unhealthy_upstreams':
         s.count(0, 0, 'failfast_all_unhealthy_upstreams');

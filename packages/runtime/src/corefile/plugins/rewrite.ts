@@ -103,10 +103,10 @@ export function setupRewrite(a: DirectiveArgs): RewriteRule {
   if (args[0] === 'continue' || args[0] === 'stop') stop = args.shift() === 'stop';
   if (a.directive.block) {
     if (args.length) a.fail('a rewrite with a { … } block takes nothing but continue or stop before it');
-    const [name, answer, ...more] = a.directive.block as [Directive?, Directive?, ...Directive[]];
-    if (name?.name !== 'name' || more.length || (answer && answer.name !== 'answer'))
-      a.fail('its block is a name rule, optionally followed by an answer rule');
-    return nameRule(a.sub(name), [...name.args, ...(answer ? ['answer', ...answer.args] : [])], stop);
+    const [name, ...answers] = a.directive.block as [Directive?, ...Directive[]];
+    if (name?.name !== 'name' || answers.some((d) => d.name !== 'answer'))
+      a.fail('its block is a name rule, optionally followed by answer rules');
+    return nameRule(a.sub(name), [...name.args, ...answers.flatMap((d) => ['answer', ...d.args])], stop);
   }
   const [field, ...rest] = args;
   if (field === 'name') return nameRule(a, rest, stop);

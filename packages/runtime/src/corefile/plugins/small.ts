@@ -3,7 +3,7 @@ import type { DirectiveArgs } from '../args.js';
 
 // The plugins of one line and no block: bufsize, chaos, any, root.
 
-/** `bufsize [SIZE]`: the EDNS0 UDP size asked of the servers behind; 1232 (DNS flag day 2020) by default. */
+/** `bufsize [SIZE]`: the largest UDP reply a client with EDNS0 gets; 1232 (DNS flag day 2020) by default. */
 export function setupBufsize(a: DirectiveArgs): number {
   a.noBlock();
   const [size] = a.count(0, 1, 'bufsize [SIZE]');
