@@ -29,7 +29,7 @@ import { type BlockPlugins, readBlockPlugins } from '../server/block-plugins.js'
 import { blockFilesOf } from '../server/corefile-plan.js';
 
 // CoreDNS's own test tables, translated into data (plugins/<name>/testdata/coredns-cases.json; the
-// format is in plugins/README.md), run against our plugins: setup cases through the one Corefile
+// format is the interfaces below), run against our plugins: setup cases through the one Corefile
 // reader, serve cases through a plugin's stage with the Go test's next handler in the chain's place.
 
 export interface SetupCase {
