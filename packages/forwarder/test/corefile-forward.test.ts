@@ -11,7 +11,7 @@ import {
   type TestUpstream,
   type TestUpstreamOptions,
 } from '@cluster-dns/testkit';
-import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
+import { ednsOptions, QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { forwarderFlags } from '../src/options.js';
 import { corefileForwarder } from '../src/server/corefile-setup.js';
@@ -145,5 +145,33 @@ describe('a Corefile’s forward', () => {
     expect((await ask('www.corp.example')).answers.map((a) => a.address)).toEqual(['198.51.100.1']);
     expect((await ask('www.internal.example')).flags.rcode).toBe(RCODE.SERVFAIL);
     expect(main.queries.map((q) => q.name)).toEqual(['www.example.org.']);
+  });
+
+  it('rewrite end to end: edns0 options go upstream with the question, TTLs and RCODEs come back rewritten', async () => {
+    const behind = await upstream({ 'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.7', ttl: 300 }] });
+    const ask = await corefileMode(
+      [
+        '.:0 {',
+        ' bind 127.0.0.1',
+        ' rewrite continue edns0 local set 0xffee abcd',
+        ' rewrite continue edns0 subnet set 24 56',
+        ' rewrite continue ttl suffix .example.org 5-10',
+        ' rewrite rcode exact gone.example.org NXDOMAIN NOERROR',
+        ` forward . ${behind.host}:${behind.port}`,
+        '}',
+        '',
+      ].join('\n'),
+      mkdtempSync(join(tmpdir(), 'corefile-forward-')),
+    );
+    const reply = await ask('www.example.org');
+    expect(reply.answers.map((a) => [a.address, a.ttl])).toEqual([['192.0.2.7', 10]]);
+    const options = ednsOptions(behind.queries[0]?.raw as Buffer) ?? [];
+    expect(options.map((o) => [o.code, o.data.toString('hex')])).toEqual([
+      [0xffee, Buffer.from('abcd').toString('hex')],
+      // ECS: family 1, source /24, scope 0, the client's first three octets (127.0.0).
+      [8, '000118007f0000'],
+    ]);
+    expect((await ask('gone.example.org')).flags.rcode).toBe(RCODE.NOERROR);
+    expect((await ask('other.example.org')).flags.rcode).toBe(RCODE.NXDOMAIN);
   });
 });

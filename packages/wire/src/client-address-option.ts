@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
-import { canonicalIpv6, ipv4ToNumber, ipv6Groups, numberToIpv4, withoutIpv4Mapping } from './ip-address.js';
+import { addressOctets, canonicalIpv6, numberToIpv4, withoutIpv4Mapping } from './ip-address.js';
 import { ednsOption } from './opt-record.js';
 
 /**
@@ -15,19 +15,26 @@ export const CLIENT_ADDRESS_OPTION = 65054;
 
 /** The option's data for a client address (IPv4, IPv6, or IPv4 mapped into IPv6 as sockets report it). */
 export function encodeClientAddress(address: string): Buffer {
+  return encodeClientSubnet(address, 32, 128);
+}
+
+/**
+ * An EDNS Client Subnet option's data (RFC 7871 §6): the family, the source prefix length and
+ * scope 0, then the address cut to that prefix, in as many octets as the prefix covers.
+ */
+export function encodeClientSubnet(address: string, v4Bits: number, v6Bits: number): Buffer {
   const plain = withoutIpv4Mapping(address);
-  if (isIPv4(plain)) {
-    const out = Buffer.alloc(8);
-    out.writeUInt16BE(1, 0);
-    out[2] = 32;
-    out.writeUInt32BE(ipv4ToNumber(plain), 4);
-    return out;
+  const v4 = isIPv4(plain);
+  const bits = v4 ? v4Bits : v6Bits;
+  const octets = addressOctets(plain);
+  const kept = Math.ceil(bits / 8);
+  const out = Buffer.alloc(4 + kept);
+  out.writeUInt16BE(v4 ? 1 : 2, 0);
+  out[2] = bits;
+  for (let i = 0; i < kept; i++) {
+    const left = bits - i * 8;
+    out[4 + i] = (octets[i] ?? 0) & (left >= 8 ? 0xff : (0xff << (8 - left)) & 0xff);
   }
-  const out = Buffer.alloc(20);
-  out.writeUInt16BE(2, 0);
-  out[2] = 128;
-  const groups = ipv6Groups(plain);
-  for (let i = 0; i < groups.length; i++) out.writeUInt16BE(groups[i] as number, 4 + 2 * i);
   return out;
 }
 

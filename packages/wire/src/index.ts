@@ -8,7 +8,12 @@ export {
   randomQueryId,
   transferTcp,
 } from './client.js';
-export { CLIENT_ADDRESS_OPTION, clientAddressOf, encodeClientAddress } from './client-address-option.js';
+export {
+  CLIENT_ADDRESS_OPTION,
+  clientAddressOf,
+  encodeClientAddress,
+  encodeClientSubnet,
+} from './client-address-option.js';
 export {
   EDNS_DEFAULT_UDP_BYTES,
   EDNS_DO_BIT,
@@ -60,6 +65,7 @@ export {
   toFqdn,
 } from './fqdn.js';
 export {
+  addressOctets,
   type Cidr,
   canonicalIpv6,
   cidrContains,
@@ -103,7 +109,7 @@ export { flagsWord, MessageWriter } from './message-writer.js';
 export { ANY_PREFERENCE, anyAnswerType, minimalAnyReply } from './minimal-any.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
 export { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
-export { ednsOption, encodeOptRecord, optRecordWith } from './opt-record.js';
+export { type EdnsOption, ednsOption, ednsOptions, encodeOptRecord, optRecordWith } from './opt-record.js';
 export {
   createQueryPipeline,
   type DnsRequest,

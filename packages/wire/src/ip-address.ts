@@ -47,6 +47,15 @@ export function ipv6Groups(address: string): number[] {
   return [...front, ...Array(8 - front.length - back.length).fill(0), ...back];
 }
 
+/** An address's octets in network order: 4 for IPv4, 16 for IPv6. */
+export function addressOctets(address: string): number[] {
+  if (isIPv4(address)) {
+    const v = ipv4ToNumber(address);
+    return [v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255];
+  }
+  return ipv6Groups(address).flatMap((g) => [g >> 8, g & 255]);
+}
+
 /** RFC 5952 text form, so addresses from names compare equal to addresses from the API. */
 export function canonicalIpv6(address: string): string {
   const groups = ipv6Groups(address);

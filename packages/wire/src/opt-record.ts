@@ -4,34 +4,44 @@ import { QueryFormatError } from './errors.js';
 import { skipName } from './names-on-wire.js';
 import type { OpaqueRecord } from './records.js';
 
+/** One EDNS0 option (RFC 6891 §6.1.2): its code and data. */
+export interface EdnsOption {
+  readonly code: number;
+  readonly data: Buffer;
+}
+
 /**
  * Our OPT record (RFC 6891 §6.1.2): root owner, our UDP payload size, the extended rcode bits,
- * version 0, the DO bit echoed. No options but `option`, one of ours (a client's unknown options
- * are never echoed).
+ * version 0, the DO bit echoed. No options but ours: `option`, or `options` (a client's unknown
+ * options are never echoed; a rewrite's go upstream).
  */
 export function encodeOptRecord(
   options: {
     extendedRcode?: number;
     dnssecOk?: boolean;
     udpSize?: number;
-    option?: { code: number; data: Buffer };
+    option?: EdnsOption;
+    options?: readonly EdnsOption[];
   } = {},
 ): Buffer {
-  const { option } = options;
-  const out = Buffer.alloc(OPT_RECORD_BYTES + (option ? 4 + option.data.length : 0));
-  if (option) {
-    out.writeUInt16BE(4 + option.data.length, 9);
-    out.writeUInt16BE(option.code, OPT_RECORD_BYTES);
-    out.writeUInt16BE(option.data.length, OPT_RECORD_BYTES + 2);
-    option.data.copy(out, OPT_RECORD_BYTES + 4);
-  }
+  const list = options.option ? [options.option, ...(options.options ?? [])] : (options.options ?? []);
+  let rdlength = 0;
+  for (const o of list) rdlength += 4 + o.data.length;
+  const out = Buffer.alloc(OPT_RECORD_BYTES + rdlength);
   out[0] = 0;
   out.writeUInt16BE(QTYPE.OPT, 1);
   out.writeUInt16BE(options.udpSize ?? EDNS_DEFAULT_UDP_BYTES, 3);
   out[5] = options.extendedRcode ?? 0;
   out[6] = 0;
   out.writeUInt16BE(options.dnssecOk ? EDNS_DO_BIT : 0, 7);
-  if (!option) out.writeUInt16BE(0, 9);
+  out.writeUInt16BE(rdlength, 9);
+  let at = OPT_RECORD_BYTES;
+  for (const o of list) {
+    out.writeUInt16BE(o.code, at);
+    out.writeUInt16BE(o.data.length, at + 2);
+    o.data.copy(out, at + 4);
+    at += 4 + o.data.length;
+  }
   return out;
 }
 
@@ -53,6 +63,37 @@ export function optRecordWith(code: number, data: Buffer, udpSize = EDNS_DEFAULT
  * never followed); a malformed message throws QueryFormatError, as decodeMessage would.
  */
 export function ednsOption(message: Buffer, code: number): Buffer | undefined {
+  const at = optRdataOf(message);
+  if (at === undefined) return undefined;
+  // Options: code, length, data (RFC 6891 §6.1.2); one that runs past the record ends the walk.
+  for (let pos = at.start; pos + 4 <= at.end; ) {
+    const length = message.readUInt16BE(pos + 2);
+    if (pos + 4 + length > at.end) return undefined;
+    if (message.readUInt16BE(pos) === code) return Buffer.from(message.subarray(pos + 4, pos + 4 + length));
+    pos += 4 + length;
+  }
+  return undefined;
+}
+
+/**
+ * Every option of a message's OPT record, in order (copies); undefined when it has no OPT. An
+ * option that runs past its record ends the list. Throws QueryFormatError as ednsOption does.
+ */
+export function ednsOptions(message: Buffer): EdnsOption[] | undefined {
+  const at = optRdataOf(message);
+  if (at === undefined) return undefined;
+  const out: EdnsOption[] = [];
+  for (let pos = at.start; pos + 4 <= at.end; ) {
+    const length = message.readUInt16BE(pos + 2);
+    if (pos + 4 + length > at.end) break;
+    out.push({ code: message.readUInt16BE(pos), data: Buffer.from(message.subarray(pos + 4, pos + 4 + length)) });
+    pos += 4 + length;
+  }
+  return out;
+}
+
+/** Where the RDATA of a message's OPT record lies; undefined when it has none. */
+function optRdataOf(message: Buffer): { start: number; end: number } | undefined {
   if (message.length < HEADER_BYTES) return undefined;
   let pos = HEADER_BYTES;
   for (let i = message.readUInt16BE(4); i > 0; i--) pos = skipName(message, pos) + 4;
@@ -63,16 +104,7 @@ export function ednsOption(message: Buffer, code: number): Buffer | undefined {
     const type = message.readUInt16BE(pos);
     const end = pos + 10 + message.readUInt16BE(pos + 8);
     if (end > message.length) throw new QueryFormatError('record data runs past the end of the message', true);
-    if (type === QTYPE.OPT) {
-      // Options: code, length, data (RFC 6891 §6.1.2); one that runs past the record ends the walk.
-      for (let at = pos + 10; at + 4 <= end; ) {
-        const length = message.readUInt16BE(at + 2);
-        if (at + 4 + length > end) return undefined;
-        if (message.readUInt16BE(at) === code) return Buffer.from(message.subarray(at + 4, at + 4 + length));
-        at += 4 + length;
-      }
-      return undefined;
-    }
+    if (type === QTYPE.OPT) return { start: pos + 10, end };
     pos = end;
   }
   return undefined;

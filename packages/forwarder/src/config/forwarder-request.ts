@@ -1,6 +1,7 @@
 import { Buffer } from 'node:buffer';
 import {
   type DnsRequest,
+  type EdnsOption,
   type Fqdn,
   MessageWriter,
   type ParsedQuery,
@@ -53,13 +54,18 @@ export interface ForwarderRequest extends DnsRequest {
   error?: Error;
   /** A step of a pod's search walk (autopath): the pod it is asked for, whom acl judges. */
   walkedFor?: string;
+  /**
+   * The EDNS0 options the question goes on upstream with, set by a rewrite's edns0 rules (the
+   * client's own options never go upstream otherwise).
+   */
+  ednsOptions?: readonly EdnsOption[];
   /** How many lookups of the plugins' own (server/forwarder.ts) led to this question: bounded, so a loop ends. */
   lookupDepth?: number;
 }
 
 /** The query with another question (same ID, flags and EDNS payload and DO bit), parsed, for the stages after. */
-export function queryAs(query: ParsedQuery, name: string, qtype: number): ParsedQuery {
-  const writer = new MessageWriter(128).question(name, qtype, query.qclass);
+export function queryAs(query: ParsedQuery, name: string, qtype: number, qclass = query.qclass): ParsedQuery {
+  const writer = new MessageWriter(128).question(name, qtype, qclass);
   if (query.edns)
     writer.record(3, { name: '.', type: 41, class: query.edns.udpSize, ttl: query.edns.dnssecOk ? 0x8000 : 0 });
   return parseQuery(writer.finish(query.id, query.raw.readUInt16BE(2)));

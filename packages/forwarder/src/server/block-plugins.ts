@@ -13,7 +13,7 @@ import type { BlockScoped } from '../config/block-scoped.js';
 import { type ScopedAcl, scopedAcl } from '../plugins/acl/acl-rules.js';
 import { FileZone } from '../plugins/file/file-zone.js';
 import { HostsTable, type ScopedHosts } from '../plugins/hosts/hosts-table.js';
-import type { ScopedRewrites } from '../plugins/rewrite/name-rewrite.js';
+import type { ScopedRewrites } from '../plugins/rewrite/rewrite-rules.js';
 import { corefilePath, type FileSource } from './corefile-plan.js';
 
 /**

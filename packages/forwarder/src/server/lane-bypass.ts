@@ -1,6 +1,6 @@
 import type { Buffer } from 'node:buffer';
 import { HEADER_BYTES, QTYPE, readName, toFqdn } from '@cluster-dns/wire';
-import { rewriteQuestion } from '../plugins/rewrite/name-rewrite.js';
+import { rewriteQuestion } from '../plugins/rewrite/rewrite-rules.js';
 import type { BlockPlugins } from './block-plugins.js';
 
 /**
@@ -24,12 +24,13 @@ export function laneBypassOf(
   const sizeLimit = plugins.bufsize.length
     ? Math.min(...plugins.bufsize.map((b) => b.value ?? Number.POSITIVE_INFINITY))
     : Number.POSITIVE_INFINITY;
-  const rewrites = plugins.rewrites.flatMap((b) => b.rules);
+  // edns0 rules change only what goes upstream, which a cached answer never does.
+  const rewrites = plugins.rewrites.flatMap((b) => b.rules).filter((r) => r.field !== 'edns0');
   if (types.size === 0 && sizeLimit === Number.POSITIVE_INFINITY && rewrites.length === 0) return undefined;
   return (raw, reply, qtype) => {
     if (types.has(qtype) || reply.length > sizeLimit) return true;
     if (rewrites.length === 0) return false;
-    const name = toFqdn(readName(raw, HEADER_BYTES).name.toLowerCase());
-    return rewriteQuestion(rewrites, name, qtype) !== undefined;
+    const { name, end } = readName(raw, HEADER_BYTES);
+    return rewriteQuestion(rewrites, toFqdn(name.toLowerCase()), qtype, raw.readUInt16BE(end + 2)) !== undefined;
   };
 }

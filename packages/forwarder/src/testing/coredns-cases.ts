@@ -4,11 +4,14 @@ import { CorefileError, filesOf, readCorefile, type ServerConfig } from '@cluste
 import {
   buildQueryMessage,
   classFromText,
+  classText,
   createQueryPipeline,
   type DecodedMessage,
   type DecodedRr,
   decodeMessage,
+  ednsOptions,
   encodeMessage,
+  encodeOptRecord,
   FLAG,
   MessageWriter,
   type Next,
@@ -21,6 +24,7 @@ import {
   type Stage,
   sameRecord,
   typeFromText,
+  typeName,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import type { BlockScoped } from '../config/block-scoped.js';
@@ -61,17 +65,44 @@ export interface ServeCase {
     readonly edns?: boolean;
     readonly bufsize?: number;
     readonly do?: boolean;
+    readonly remotePort?: number;
+    readonly proto?: 'udp' | 'tcp';
+    /** Options the client's OPT carries (data in hex). */
+    readonly ednsOptions?: readonly CaseOption[];
   };
-  readonly next?: Section & { readonly write?: boolean };
+  readonly next?: Section & { readonly write?: boolean; readonly echo?: boolean };
   readonly expect: Section & {
     readonly passedOn?: boolean;
     readonly aa?: boolean;
     readonly tc?: boolean;
     readonly answerCount?: number;
     readonly additionalCount?: number;
+    /** The question of the reply. */
+    readonly question?: CaseQuestion;
+    /** The question the next handler was asked. */
+    readonly nextQuestion?: CaseQuestion;
+    /** The options the next handler's question goes on upstream with. */
+    readonly nextEdns0?: readonly CaseOption[];
+    /** The options of the reply's OPT: exactly, at least, none of these codes; whether it has one. */
+    readonly edns0?: readonly CaseOption[];
+    readonly edns0Includes?: readonly { readonly code: number; readonly data?: string }[];
+    readonly edns0Excludes?: readonly number[];
+    readonly hasOpt?: boolean;
     readonly [more: string]: unknown;
   };
   readonly [more: string]: unknown;
+}
+
+export interface CaseQuestion {
+  readonly name: string;
+  readonly type: string;
+  readonly class?: string;
+}
+
+/** An EDNS0 option of a case: its code and its data in hex. */
+export interface CaseOption {
+  readonly code: number;
+  readonly data: string;
 }
 
 export interface CaseFile {
@@ -143,6 +174,8 @@ export function nextHandler(section: Section | undefined, seen: ForwarderRequest
 
 export interface Asked {
   readonly reply: DecodedMessage | undefined;
+  /** The reply as it went out. */
+  readonly raw?: Buffer | undefined;
   readonly passedOn: boolean;
   readonly seen: readonly ForwarderRequest[];
 }
@@ -166,27 +199,51 @@ export async function askCase(
     c.query.edns || c.query.bufsize !== undefined || c.query.do
       ? { udpSize: c.query.bufsize ?? 4096, dnssecOk: c.query.do ?? false }
       : undefined;
-  const raw = encodeMessage(buildQueryMessage(7, c.query.name, qtype, { qclass, ...(edns ? { edns } : {}) }));
+  const message = encodeMessage(buildQueryMessage(7, c.query.name, qtype, { qclass, ...(edns ? { edns } : {}) }));
+  const raw = c.query.ednsOptions?.length ? withOptions(message, c.query.ednsOptions) : message;
   const remote = c.query.remote ?? '10.240.0.1';
   const context: QueryContext = {
-    transport: 'udp',
+    transport: c.query.proto ?? 'udp',
     remoteAddress: remote,
-    remotePort: 40212,
+    remotePort: c.query.remotePort ?? 40212,
     family: remote.includes(':') ? 6 : 4,
   };
   const reply = await pipeline(raw, context);
   const first = Buffer.isBuffer(reply) ? reply : undefined;
-  return { reply: first ? decodeMessage(first) : undefined, passedOn: seen.length > 0, seen };
+  return { reply: first ? decodeMessage(first) : undefined, raw: first, passedOn: seen.length > 0, seen };
 }
 
+/** A query message with its OPT record's options replaced by `options` (the message has one OPT, last). */
+function withOptions(message: Buffer, options: readonly CaseOption[]): Buffer {
+  const decoded = decodeMessage(message);
+  const opt = decoded.additionals.find((r) => r.type === 41);
+  const record = encodeOptRecord({
+    udpSize: opt?.class ?? 4096,
+    dnssecOk: ((opt?.ttl ?? 0) & 0x8000) !== 0,
+    options: options.map((o) => ({ code: o.code, data: Buffer.from(o.data, 'hex') })),
+  });
+  const withoutOpt = opt ? message.subarray(0, message.length - 11) : message;
+  const out = Buffer.concat([withoutOpt, record]);
+  out.writeUInt16BE(1, 10);
+  return out;
+}
+
+const optionText = (o: { code: number; data: Buffer | string }) =>
+  `${o.code}:${typeof o.data === 'string' ? o.data : o.data.toString('hex')}`;
+
+const questionText = (q: { name: string; type: string | number; class?: string | number }) =>
+  `${q.name.toLowerCase()} ${typeName(typeof q.type === 'number' ? q.type : (typeFromText(q.type) ?? -1))} ${classText(
+    typeof q.class === 'number' ? q.class : (classFromText(q.class ?? 'IN') ?? -1),
+  )}`;
+
 /** What differs between a reply and a case's expectation, in words; [] when it matches. */
-export function differences(c: ServeCase, asked: Asked): string[] {
+export function differences(c: ServeCase, result: Asked): string[] {
   const out: string[] = [];
   const e = c.expect;
-  if (e.passedOn !== undefined && e.passedOn !== asked.passedOn)
-    out.push(`passed on: expected ${e.passedOn}, got ${asked.passedOn}`);
+  if (e.passedOn !== undefined && e.passedOn !== result.passedOn)
+    out.push(`passed on: expected ${e.passedOn}, got ${result.passedOn}`);
   if (e.passedOn && e.rcode === undefined && e.answer === undefined) return out;
-  const reply = asked.reply;
+  const reply = result.reply;
   if (!reply) return [...out, 'no reply'];
   if (e.rcode !== undefined && rcodeOf(e.rcode) !== reply.flags.rcode)
     out.push(`rcode: expected ${e.rcode}, got ${reply.flags.rcode}`);
@@ -206,6 +263,35 @@ export function differences(c: ServeCase, asked: Asked): string[] {
         `${what}: missing [${missing.map(recordText).join(' | ')}] extra [${extra.map(recordText).join(' | ')}]`,
       );
   };
+  const question = reply.questions[0];
+  if (e.question && (!question || questionText(question) !== questionText(e.question)))
+    out.push(`question: expected ${questionText(e.question)}, got ${question ? questionText(question) : 'none'}`);
+  const nextAsked = result.seen[0]?.query;
+  if (e.nextQuestion) {
+    const got = nextAsked
+      ? questionText({ name: nextAsked.qname, type: nextAsked.qtype, class: nextAsked.qclass })
+      : 'none';
+    if (got !== questionText(e.nextQuestion))
+      out.push(`next question: expected ${questionText(e.nextQuestion)}, got ${got}`);
+  }
+  if (e.nextEdns0) {
+    const got = (result.seen[0]?.ednsOptions ?? []).map(optionText).join(' ');
+    const want = e.nextEdns0.map(optionText).join(' ');
+    if (got !== want) out.push(`options upstream: expected [${want}], got [${got}]`);
+  }
+  const replyOptions = result.raw ? ednsOptions(result.raw) : undefined;
+  if (e.hasOpt !== undefined && e.hasOpt !== (replyOptions !== undefined))
+    out.push(`OPT in the reply: expected ${e.hasOpt}, got ${replyOptions !== undefined}`);
+  if (e.edns0) {
+    const got = (replyOptions ?? []).map(optionText).join(' ');
+    const want = e.edns0.map(optionText).join(' ');
+    if (got !== want) out.push(`reply options: expected [${want}], got [${got}]`);
+  }
+  for (const o of e.edns0Includes ?? [])
+    if (!replyOptions?.some((r) => r.code === o.code && (o.data === undefined || r.data.toString('hex') === o.data)))
+      out.push(`reply options: expected option ${o.code}`);
+  for (const code of e.edns0Excludes ?? [])
+    if (replyOptions?.some((r) => r.code === code)) out.push(`reply options: option ${code} expected absent`);
   compare('answer', e.answer, reply.answers);
   compare('authority', e.authority, reply.authorities);
   compare('additional', e.additional, reply.additionals);
@@ -226,8 +312,8 @@ export interface SuiteOptions {
   notOurs?: Readonly<Record<string, string>>;
   /** Setup cases CoreDNS accepts that we refuse, each with why. */
   refusedHere?: Readonly<Record<string, string>>;
-  /** Cases (setup or serve) whose Corefile we refuse on purpose, by a pattern of their names, with why. */
-  refusedMatching?: readonly [RegExp, string];
+  /** Cases (setup or serve) whose Corefile we refuse on purpose, by a pattern of their name or Corefile, with why. */
+  refusedMatching?: readonly (readonly [RegExp, string])[];
 }
 
 /** The handler-level view of a block's plugins: the Go tests call a plugin's handler itself. */
@@ -251,11 +337,11 @@ export function corednsCaseSuite(plugin: string, options: SuiteOptions): void {
   const notOurs = options.notOurs ?? {};
   const refusedHere = options.refusedHere ?? {};
   describe(`${plugin}, against CoreDNS’s own tables (testdata/coredns-cases.json)`, () => {
-    const refusedWhy = (name: string) =>
-      refusedHere[name] ?? (options.refusedMatching?.[0].test(name) ? options.refusedMatching[1] : undefined);
+    const refusedWhy = (name: string, corefile: string) =>
+      refusedHere[name] ?? options.refusedMatching?.find(([p]) => p.test(name) || p.test(corefile))?.[1];
     it.each(cases.setup.map((c) => [c.name, c] as const))('setup: %s', (name, c) => {
       const { error } = readCase(c);
-      const why = refusedWhy(name);
+      const why = refusedWhy(name, c.corefile);
       if (why && c.valid) {
         expect(error, `refused here: ${why}`).toBeDefined();
         return;
@@ -265,7 +351,7 @@ export function corednsCaseSuite(plugin: string, options: SuiteOptions): void {
     it.each(cases.serve.map((c) => [c.name, c] as const))('serve: %s', async (name, c) => {
       const { servers, error } = readCase(c);
       // A case of a construct we refuse: refused, unless its Corefile does not use it after all.
-      if (error && refusedWhy(name)) return;
+      if (error && refusedWhy(name, c.corefile)) return;
       if (error) throw error;
       const plugins = rootScoped(readBlockPlugins(planOfCase(servers ?? []), fileOfCase(c)));
       const stage = options.stage(plugins, c);

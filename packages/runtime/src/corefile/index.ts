@@ -35,7 +35,17 @@ export { type HostsConfig, type HostsEntry, parseHostsText } from './plugins/hos
 export type { K8sExternalConfig } from './plugins/k8s-external.js';
 export type { KubernetesConfig } from './plugins/kubernetes.js';
 export { COMBINED_LOG_FORMAT, COMMON_LOG_FORMAT, type LogRule, type ResponseClass } from './plugins/log.js';
-export type { NameMatch, RegexRewrite, RewriteRule } from './plugins/rewrite.js';
+export type {
+  Edns0Data,
+  Edns0Rule,
+  NameMatch,
+  NameMatcher,
+  NameRule,
+  RcodeRule,
+  RegexRewrite,
+  RewriteRule,
+  TtlRule,
+} from './plugins/rewrite.js';
 export type { ChaosConfig, Dns64Config } from './plugins/small.js';
 export type { TemplateConfig } from './plugins/template.js';
 export { type ReadCorefileOptions, readCorefile, type ServerConfig } from './server-blocks.js';

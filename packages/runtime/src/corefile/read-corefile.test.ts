@@ -132,7 +132,7 @@ describe('readCorefile: the one Corefile reader', () => {
       { field: 'type', from: 255, to: 13, stop: true, line: 23 },
     ]);
     const regex = b.rewrite[2];
-    expect(regex?.field === 'name' && regex.answerName?.to).toBe('{1}-v1.example.org');
+    expect(regex?.field === 'name' && regex.answerName?.to).toBe('{1}-v1.example.org.');
   });
 
   it('reads the block form of a rewrite with its answer rule', () => {
@@ -197,7 +197,12 @@ describe('readCorefile: the one Corefile reader', () => {
       3,
       'forward policy: the policy must be',
     ],
-    ['a rewrite field we do not have', '.:53 {\n rewrite edns0 local set 0xffee abcd\n}', 2, 'rewrite: field "edns0"'],
+    [
+      'a rewrite field we do not have',
+      '.:53 {\n rewrite cname exact a.example.org b.example.org\n}',
+      2,
+      'rewrite: cname rules are not supported',
+    ],
     ['a forward to DNS over HTTPS', '.:53 {\n forward . https://192.0.2.1\n}', 2, "'https' is not supported"],
     [
       'a template construct we do not run',

@@ -67,6 +67,7 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       dnssecOk: q.edns?.dnssecOk ?? false,
       checkingDisabled: q.cd,
       ...(route.carryClient && !request.ownQuestion ? { clientAddress: context.remoteAddress } : {}),
+      ...(request.ednsOptions?.length ? { options: request.ednsOptions } : {}),
     };
     const forward = { ...this.deps.forward, cancel: slot.cancel };
     const asked = resolveQuestion(routes, route, question, forward).then(

@@ -6,6 +6,7 @@ import {
   type Cancellation,
   CLIENT_ADDRESS_OPTION,
   compareQuestion,
+  type EdnsOption,
   type ExchangeOptions,
   encodeClientAddress,
   encodeOptRecord,
@@ -43,6 +44,8 @@ export interface UpstreamQuestion {
   readonly checkingDisabled: boolean;
   /** The client asking, carried to the cluster's DNS (a node cache's routes to it): wire's CLIENT_ADDRESS_OPTION. */
   readonly clientAddress?: string;
+  /** EDNS0 options a rewrite's edns0 rules set for the question. */
+  readonly options?: readonly EdnsOption[];
 }
 
 export interface ForwardOptions {
@@ -93,6 +96,7 @@ export function buildUpstreamQuery(q: UpstreamQuestion, randomCase = false): Buf
     ...(q.clientAddress !== undefined
       ? { option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(q.clientAddress) } }
       : {}),
+    ...(q.options ? { options: q.options } : {}),
   });
   const out = Buffer.alloc(HEADER_BYTES + name.length + 4 + opt.length);
   out.writeUInt16BE(randomQueryId(), 0);

@@ -11,7 +11,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import type { ForwarderRequest } from '../../config/forwarder-request.js';
 import { askThrough, testRoute } from '../../testing/test-chain.js';
-import { rewriteQuestion } from './name-rewrite.js';
+import { rewriteQuestion } from './rewrite-rules.js';
 import { RewriteStage } from './rewrite-stage.js';
 
 const rules = (...lines: string[]) =>

@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import {
   buildBareResponse,
   closestBlock,
+  ednsOptions,
   finishFromTemplate,
   type Next,
   RCODE,
@@ -9,15 +10,28 @@ import {
   type Stage,
 } from '@cluster-dns/wire';
 import { type ForwarderRequest, queryAs } from '../../config/forwarder-request.js';
-import { mapReply, rewriteQuestion, type ScopedRewrites } from './name-rewrite.js';
+import type { RewriteAsker } from './edns0-rewrite.js';
+import { mapReply, rewriteQuestion, type ScopedRewrites } from './rewrite-rules.js';
+
+/** What edns0 rules read of a request: the client (the sender), and its OPT's options, read once if asked. */
+function askerOf(request: ForwarderRequest): RewriteAsker {
+  const { context, query } = request;
+  return {
+    remoteAddress: context.remoteAddress,
+    remotePort: context.remotePort,
+    transport: context.transport,
+    options: () => (query.edns ? ednsOptions(query.raw) : undefined),
+  };
+}
 
 /**
- * A Corefile's `rewrite` (coredns/coredns plugin/rewrite): a question whose name (or type) a rule
- * matches goes on as rewritten, and its answer comes back to the question asked: the question
- * restored, owner names and targets mapped back as the rule says (`answer auto`, always for exact;
- * `answer name`, `answer value`). Before the cache and acl, in CoreDNS's order since 1.14.2
- * (coredns#7882): the cache keeps the answer under the rewritten name, where a pushed change of
- * that name drops it, and an acl judges the name that is really asked.
+ * A Corefile's `rewrite` (coredns/coredns plugin/rewrite): a question whose name, type or class a
+ * rule matches goes on as rewritten, with the EDNS0 options edns0 rules set going upstream with
+ * it, and its answer comes back to the question asked: the question restored, owner names and
+ * targets mapped back as the rule says (`answer auto`, always for exact; `answer name`, `answer
+ * value`), TTLs (ttl rules) and the RCODE (rcode rules) rewritten. Before the cache and acl, in
+ * CoreDNS's order since 1.14.2 (coredns#7882): the cache keeps the answer under the rewritten
+ * name, where a pushed change of that name drops it, and an acl judges the name really asked.
  */
 export class RewriteStage implements Stage<ForwarderRequest> {
   readonly name = 'rewrite';
@@ -32,7 +46,7 @@ export class RewriteStage implements Stage<ForwarderRequest> {
     // The rules of the block that serves this name, as CoreDNS picks a block.
     const rules = closestBlock(blocks, q.key)?.rules;
     if (!rules?.length) return next(request);
-    const to = rewriteQuestion(rules, q.key, q.qtype);
+    const to = rewriteQuestion(rules, q.key, q.qtype, q.qclass, askerOf(request));
     if (to === undefined) return next(request);
     if (to === 'invalid') {
       this.counts.invalid++;
@@ -42,7 +56,12 @@ export class RewriteStage implements Stage<ForwarderRequest> {
       });
     }
     this.counts.rewritten++;
-    const inner: ForwarderRequest = { ...request, query: queryAs(q, to.name, to.qtype) };
+    const asked = to.name === q.key && to.qtype === q.qtype && to.qclass === q.qclass;
+    const inner: ForwarderRequest = {
+      ...request,
+      query: asked ? q : queryAs(q, to.name, to.qtype, to.qclass),
+      ...(to.options ? { ednsOptions: to.options } : {}),
+    };
     const back = (reply: Reply): Reply => {
       if (inner.error) request.error = inner.error;
       const first = Buffer.isBuffer(reply) && reply.length >= 12 ? reply : undefined;
