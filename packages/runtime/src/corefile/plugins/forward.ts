@@ -105,6 +105,10 @@ function destinationOf(a: DirectiveArgs, raw: string): { server: HostPort; tls: 
     : isIP(address) === 6
       ? address
       : address.replace(/:\d+$/, '');
+  if (isIP(host) === 0 && /\.conf$|\//.test(raw))
+    a.fail(
+      `${JSON.stringify(raw)}: a resolv.conf destination is an absolute path (/etc/resolv.conf), the only destination of its forward`,
+    );
   if (isIP(host) === 0)
     a.fail(
       `${JSON.stringify(raw)}: upstreams are IP addresses here (a host name would need a resolver of its own; give its address, and tls_servername for TLS)`,
@@ -123,6 +127,7 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
   let maxFails = 2;
   let healthCheck: ForwardHealthCheck = { intervalMs: 500, recursionDesired: true, domain: toFqdn('.') };
   let expireMs = 10_000;
+  let maxAge: { ms: number; raw: string } | undefined;
   let failover: number[] = [];
   let next: number[] = [];
   let failfastAllUnhealthy = false;
@@ -194,7 +199,7 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
         expireMs = durationOf(s, s.count(1, 1, 'expire DURATION')[0], 'expire');
         break;
       case 'max_age':
-        durationOf(s, s.count(1, 1, 'max_age DURATION')[0], 'max_age');
+        maxAge = { ms: durationOf(s, s.count(1, 1, 'max_age DURATION')[0], 'max_age'), raw: d.args[0] as string };
         s.warn('read and ignored: a kept connection closes after `expire` idle, whatever its age');
         break;
       case 'max_idle_conns':
@@ -224,6 +229,7 @@ export function setupForward(a: DirectiveArgs): ForwardConfig {
         );
     }
   }
+  if (maxAge && maxAge.ms > 0 && maxAge.ms < expireMs) a.fail(`max_age (${maxAge.raw}) must not be less than expire`);
   const files = to.filter((t) => t.startsWith('/'));
   let servers: ForwardConfig['to'];
   let tls: ForwardTls | undefined;

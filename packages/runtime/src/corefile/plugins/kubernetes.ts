@@ -59,7 +59,10 @@ export function setupKubernetes(a: DirectiveArgs): KubernetesConfig {
         namespaces = [...s.count(1, 1000, 'namespaces NAMESPACE...')];
         break;
       case 'ignore': {
-        s.oneOf(s.count(1, 1, 'ignore empty_service')[0], ['empty_service'] as const, 'what is ignored');
+        const [what, ...more] = s.count(1, 16, 'ignore empty_service');
+        s.oneOf(what, ['empty_service'] as const, 'what is ignored');
+        // CoreDNS reads the first word only.
+        if (more.length) s.warn(`the words after empty_service are ignored: ${more.join(' ')}`);
         ignoreEmptyService = true;
         break;
       }
