@@ -43,7 +43,6 @@ const entries = JSON.parse(readFileSync(`${CORPUS}/index.json`, 'utf8')) as Entr
 const REFUSED: Record<string, RegExp> = {
   // OpenShift's own build adds ocp_dnsnameresolver; it is no CoreDNS plugin.
   'openshift-dnsnameresolver.Corefile': /line 18: unknown directive 'ocp_dnsnameresolver'/,
-  'user-k8s-external.Corefile': /line 15: k8s_external: not supported here/,
 };
 
 /** The corpus's Corefile laid out as its Pod sees it, under `dir`: its imports and files beside it. */
@@ -186,6 +185,10 @@ describe.skipIf(unavailable)('the fieldâ€™s Corefiles, started in a CoreDNS Podâ
             what: `kubernetes.default through ${entry.file}'s forwarder`,
             seen: () => started.map((p) => p.tail(8)).join('\n'),
           });
+        // A k8s_external zone is the record-builder's too: its apex answers through the forwarder.
+        for (const b of blocks.filter((x) => x.k8sExternal))
+          for (const zone of b.k8sExternal?.zones ?? b.keys.map((k) => k.zone))
+            expect(await dig('+short', 'SOA', zone)).toMatch(new RegExp(`^ns1\\.dns\\.${zone.replaceAll('.', '\\.')} `));
         const outside = blocks.find((b) => b.keys.some((k) => k.zone === '.'))?.forward?.to;
         // Upstreams the namespace can reach: resolv.conf's, or an IPv4 address of the node's.
         if (

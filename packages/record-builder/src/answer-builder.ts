@@ -24,6 +24,8 @@ export interface AnswerParts {
 export function zoneOf(view: ZoneView, name: Fqdn): Fqdn | undefined {
   if (isInZone(name, view.zone)) return view.zone;
   if (view.clustersetZone && isInZone(name, view.clustersetZone)) return view.clustersetZone;
+  const external = view.external?.find((e) => isInZone(name, e.zone));
+  if (external) return external.zone;
   return view.reverseZones.find((z) => isInZone(name, z));
 }
 

@@ -27,6 +27,11 @@ export interface ServiceInfo {
   /** publishNotReadyAddresses, or the legacy tolerate-unready-endpoints annotation. */
   readonly publishNotReady: boolean;
   /**
+   * Its `externalIPs`, then its LoadBalancer ingress (an IP, else a host name, lowercased): what
+   * a Corefile's k8s_external answers. Unset when it has none.
+   */
+  readonly externalAddresses?: readonly string[];
+  /**
    * A ServiceImport (Multi-Cluster Services, KEP-1645): its names are in the clusterset zone, its
    * ClusterSetIPs are `clusterIPs`, a Headless import is `headless`.
    */

@@ -1,11 +1,13 @@
 import {
   CorefileError,
   type HostPort,
+  type K8sExternalConfig,
   type KubernetesConfig,
   type ReadCorefileOptions,
   readCorefile,
 } from '@cluster-dns/runtime';
 import { type Fqdn, isInZone, toFqdn } from '@cluster-dns/wire';
+import type { ExternalZone } from './external-records.js';
 import type { PodsMode } from './pod-records.js';
 
 const REVERSE = [toFqdn('in-addr.arpa'), toFqdn('ip6.arpa')];
@@ -28,6 +30,10 @@ export interface CorefileRecordBuilder {
   readonly ready: HostPort | undefined;
   /** `startup_timeout`: how long the first list is waited for (--initial-sync-timeout). */
   readonly startupTimeoutMs: number | undefined;
+  /** Every block's `k8s_external` zones but reverse ones, which are served anyway. */
+  readonly external: readonly ExternalZone[];
+  /** The reverse zones k8s_external names: PTRs of external addresses there. */
+  readonly externalReverseZones: readonly Fqdn[];
 }
 
 /**
@@ -75,6 +81,23 @@ export function recordBuilderFromCorefile(
     clustersetZone,
     ready: blocks.find((b) => b.ready)?.ready,
     startupTimeoutMs: k.startupTimeoutMs,
+    externalReverseZones: blocks.flatMap((b) =>
+      b.k8sExternal
+        ? (b.k8sExternal.zones ?? b.keys.map((key) => key.zone)).filter((z) => REVERSE.some((r) => isInZone(z, r)))
+        : [],
+    ),
+    external: blocks.flatMap((b) =>
+      b.k8sExternal
+        ? (b.k8sExternal.zones ?? b.keys.map((key) => key.zone))
+            .filter((z) => !REVERSE.some((r) => isInZone(z, r)))
+            .map((z) => ({
+              zone: z,
+              apex: (b.k8sExternal as K8sExternalConfig).apex.toLowerCase(),
+              ttlSeconds: (b.k8sExternal as K8sExternalConfig).ttlSeconds,
+              headless: (b.k8sExternal as K8sExternalConfig).headless,
+            }))
+        : [],
+    ),
   };
 }
 

@@ -36,6 +36,12 @@ export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
   const clusterIPs =
     headless || isExternal ? [] : rawIPs.map(normalizeIp).filter((ip): ip is string => ip !== undefined);
   const annotation = svc.metadata?.annotations?.[TOLERATE_UNREADY];
+  const externalAddresses = [
+    ...(spec.externalIPs ?? []).map(normalizeIp),
+    ...(svc.status?.loadBalancer?.ingress ?? []).map((i) =>
+      i.ip ? normalizeIp(i.ip) : i.hostname ? i.hostname.toLowerCase().replace(/\.$/, '') : undefined,
+    ),
+  ].filter((a): a is string => a !== undefined);
   return {
     namespace,
     name,
@@ -44,6 +50,7 @@ export function toServiceInfo(svc: V1Service): ServiceInfo | undefined {
     externalName: isExternal && spec.externalName ? spec.externalName.toLowerCase().replace(/\.$/, '') : undefined,
     ports: toPorts(spec.ports),
     publishNotReady: spec.publishNotReadyAddresses === true || annotation === 'true',
+    ...(externalAddresses.length ? { externalAddresses } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import {
 } from '@cluster-dns/runtime';
 import { type Fqdn, isDns1123Label, isInZone, toFqdn } from '@cluster-dns/wire';
 import type { CorefileRecordBuilder } from './corefile-options.js';
+import type { ExternalZone } from './external-records.js';
 import type { PodsMode } from './pod-records.js';
 
 const address = (what: string) => (raw: string) => (isIP(raw) ? undefined : `an IP address to ${what}`);
@@ -229,6 +230,9 @@ export interface RecordBuilderOptions {
   readonly endpointPodNames: boolean;
   /** --multicluster-zone (`multicluster`): the clusterset zone of ServiceImports, or undefined. */
   readonly multiclusterZone: Fqdn | undefined;
+  /** A Corefile's k8s_external zones: Services' external addresses (no flag of kube-dns's). */
+  readonly external: readonly ExternalZone[];
+  readonly externalReverseZones: readonly Fqdn[];
 }
 
 /** Normalises and validates parsed flags into the frozen options object. */
@@ -292,6 +296,8 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     ignoreEmptyService: values['ignore-empty-service'],
     endpointPodNames: values['endpoint-pod-names'],
     multiclusterZone,
+    external: [],
+    externalReverseZones: [],
   });
 }
 
@@ -315,6 +321,8 @@ export function withCorefile(options: RecordBuilderOptions, corefile: CorefileRe
     endpointPodNames: corefile.endpointPodNames || options.endpointPodNames,
     multiclusterZone: corefile.clustersetZone ?? options.multiclusterZone,
     initialSyncTimeoutMs: corefile.startupTimeoutMs ?? options.initialSyncTimeoutMs,
+    external: corefile.external,
+    externalReverseZones: corefile.externalReverseZones,
   });
 }
 

@@ -93,6 +93,8 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     state,
     ...(options.namespaces ? { exposedNamespaces: new Set(options.namespaces) } : {}),
     ...(options.ignoreEmptyService ? { ignoreEmptyService: true } : {}),
+    ...(options.external.length ? { external: options.external } : {}),
+    ...(options.externalReverseZones.length ? { externalReverseZones: options.externalReverseZones } : {}),
   };
   const notifyHosts = [...options.notify, ...options.notifyNodeCaches].map((t) => t.host);
   const responder = createResponder({

@@ -5,6 +5,7 @@ import {
   type DecodedMessage,
   decodeMessage,
   encodeMessage,
+  type Fqdn,
   QTYPE,
   type QueryContext,
   type Reply,
@@ -14,6 +15,7 @@ import type { ZoneView } from './answer-builder.js';
 import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
 import { ClusterState } from './cluster-state.js';
 import { packEndpointGroup } from './endpoint-group.js';
+import type { ExternalZone } from './external-records.js';
 import type { PodsMode } from './pod-records.js';
 import { createResponder, type Responder } from './responder.js';
 
@@ -30,6 +32,9 @@ export function createTestZone(
     ignoreEmptyService?: boolean;
     /** `--multicluster-zone`: the clusterset zone of ServiceImports. */
     clustersetZone?: string;
+    /** A Corefile's k8s_external zones. */
+    external?: readonly ExternalZone[];
+    externalReverseZones?: readonly Fqdn[];
   } = {},
 ) {
   let ready = options.ready ?? true;
@@ -52,6 +57,8 @@ export function createTestZone(
     state,
     ...(options.exposedNamespaces ? { exposedNamespaces: new Set(options.exposedNamespaces) } : {}),
     ...(options.ignoreEmptyService ? { ignoreEmptyService: true } : {}),
+    ...(options.external ? { external: options.external } : {}),
+    ...(options.externalReverseZones ? { externalReverseZones: options.externalReverseZones } : {}),
   };
   responder = createResponder({
     view,

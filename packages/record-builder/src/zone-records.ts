@@ -1,7 +1,17 @@
-import { addressFromReverseName, type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
+import {
+  addressFromReverseName,
+  type Fqdn,
+  isInZone,
+  labelsOf,
+  QCLASS,
+  QTYPE,
+  type Rr,
+  toFqdn,
+} from '@cluster-dns/wire';
 import { type EndpointGroup, importKey, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { clientRecord, SCHEMA_VERSION } from './cluster-state.js';
 import { isPublished } from './endpoint-group.js';
+import { externalPtrTargets, externalRecordsAt, externalSoa, externalZoneOf } from './external-records.js';
 import { addressOfDashed, parsePodName } from './pod-records.js';
 import {
   baseRecords,
@@ -39,6 +49,8 @@ const none = (exists: boolean, stable = false): NameRecords => ({ rrs: undefined
 export function recordsAt(view: ZoneView, zone: Fqdn, name: Fqdn, qtype?: number): NameRecords {
   if (zone === view.zone) return clusterRecordsAt(view, name, qtype);
   if (zone === view.clustersetZone) return clustersetRecordsAt(view, zone, name, qtype);
+  const external = externalZoneOf(view, zone);
+  if (external) return externalRecordsAt(view, external, name, qtype);
   return reverseRecordsAt(view, zone, name);
 }
 
@@ -237,6 +249,17 @@ function reverseRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
     const below = labels.slice(0, labels.length - labelsOf(zone).length).reverse();
     return none(view.state.hasReversePrefix(below.join('.')));
   }
+  // A Service's external address, where k8s_external names this reverse zone: its names there
+  // answer (CoreDNS's k8s_external runs before kubernetes); other addresses are the cluster's.
+  if (view.externalReverseZones?.some((z) => isInZone(name, z))) {
+    const external = externalPtrTargets(view, address);
+    if (external.targets.length) {
+      const rrs = external.targets.map(
+        (target): Rr => ({ name, type: QTYPE.PTR, class: QCLASS.IN, ttl: view.ttlSeconds, target }),
+      );
+      return { rrs, exists: true, owners: external.owners, stable: false };
+    }
+  }
   const owners = view.state.ptrOwnersOf(address);
   const targets = new Set<Fqdn>();
   for (const key of owners) {
@@ -252,6 +275,8 @@ function reverseRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
 }
 
 export function soaRecord(view: ZoneView, zone: Fqdn): Rr {
+  const external = externalZoneOf(view, zone);
+  if (external) return externalSoa(view, external);
   return {
     name: zone,
     type: QTYPE.SOA,

@@ -65,10 +65,14 @@ export class ZoneStage implements Stage<ZoneRequest> {
   }
 }
 
-/** Every zone answered: the cluster zone first, the clusterset zone when served, the reverse zones. */
-export const servedZones = (view: Pick<ZoneView, 'zone' | 'clustersetZone' | 'reverseZones'>): Fqdn[] => [
+/**
+ * Every zone answered: the cluster zone first, the clusterset zone when served, k8s_external's,
+ * the reverse zones.
+ */
+export const servedZones = (view: Pick<ZoneView, 'zone' | 'clustersetZone' | 'reverseZones' | 'external'>): Fqdn[] => [
   view.zone,
   ...(view.clustersetZone ? [view.clustersetZone] : []),
+  ...(view.external ?? []).map((e) => e.zone),
   ...view.reverseZones,
 ];
 

@@ -17,6 +17,7 @@ import {
 } from '@cluster-dns/wire';
 import { type EndpointGroup, ownerKeyOf, type ServiceInfo } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
+import { externalZoneOf, externalZoneRecords } from './external-records.js';
 import { buildServiceRecords, type RecordSet, withSrvWeights } from './service-records.js';
 import type { JournalEntry } from './zone-journal.js';
 import {
@@ -98,6 +99,12 @@ function* messagesOf(q: ParsedQuery, records: Iterable<Rr>, opt?: OpaqueRecord):
 function* wholeZone(view: ZoneView, zone: Fqdn): Generator<Rr> {
   const soa = soaRecord(view, zone);
   yield soa;
+  const external = externalZoneOf(view, zone);
+  if (external) {
+    yield* externalZoneRecords(view, external);
+    yield soa;
+    return;
+  }
   yield nsRecord(view, zone);
   for (const { records: set } of zoneContents(view)) {
     for (const [name, rrs] of set) if (isInZone(name as Fqdn, zone)) yield* withSrvWeights(rrs);
@@ -166,6 +173,8 @@ export function incrementalTransfer(
 ): { messages: Iterable<Buffer>; result: 'incremental' | 'full' | 'current' } {
   const current = soaRecord(view, zone);
   if (clientSerial === view.state.serial) return { messages: [...messagesOf(q, [current])], result: 'current' };
+  // The journal keeps the cluster's names: an external zone is sent whole (RFC 1995 §4 allows it).
+  if (externalZoneOf(view, zone)) return { messages: zoneTransfer(view, zone, q), result: 'full' };
   const entries = view.state.journal?.since(clientSerial, view.state.serial);
   if (!entries) return { messages: zoneTransfer(view, zone, q), result: 'full' };
   const { deleted, added } = zoneDiff(view, zone, entries);

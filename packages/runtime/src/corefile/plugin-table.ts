@@ -77,7 +77,7 @@ export const PLUGIN_TABLE: ReadonlyArray<readonly [string, PluginSupport]> = [
   ['azure', refused(NOT_A_BACKEND)],
   ['clouddns', refused(NOT_A_BACKEND)],
   ['federation', refused('federation was removed from CoreDNS (1.7); use the multicluster option of kubernetes')],
-  ['k8s_external', refused('not yet answered here: keep a CoreDNS for the external zone, and forward ZONE to it')],
+  ['k8s_external', runs('both')],
   ['kubernetes', runs('both')],
   ['file', runs('forwarder')],
   ['auto', refused('zone files are read with file, one per zone')],
