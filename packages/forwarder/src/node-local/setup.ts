@@ -6,6 +6,7 @@ import {
   importsFingerprint,
   type Logger,
   originText,
+  parseFlags,
   parseKubeDnsConfig,
   readCorefile,
   toTcpBackpressure,
@@ -16,8 +17,9 @@ import type { Configured } from '../config/config-reloader.js';
 import type { RawConfig } from '../config/config-source.js';
 import { readConfigSources } from '../config/config-source.js';
 import { toIsolationOptions } from '../isolation/isolation-flags.js';
-import { domainOf, type ForwarderOptions, resolvSearchOf } from '../options.js';
+import { domainOf, type ForwarderOptions, forwarderFlags, resolvSearchOf, toForwarderOptions } from '../options.js';
 import { type BlockPlugins, readBlockPlugins } from '../server/block-plugins.js';
+import { withProcessPlan } from '../server/corefile-plan.js';
 import { fileReader } from '../server/corefile-setup.js';
 import type { ForwarderDeps } from '../server/forwarder.js';
 import { PLACEHOLDER, renderCorefile, serviceHostVariable } from './corefile-template.js';
@@ -170,51 +172,32 @@ export async function nodeCacheForwarder(
   const { plan, text } = planOf(initial, kubeDnsValid);
   await writeRendered(text);
 
+  // The forwarder's own defaults, with node-cache's flags and what NodeLocal DNSCache does otherwise.
+  const nodeCache: ForwarderOptions = {
+    ...toForwarderOptions(parseFlags(forwarderFlags, []).values),
+    isolation: toIsolationOptions(values),
+    tcpBackpressure: toTcpBackpressure(values),
+    lameduckMs: values.lameduck,
+    metricsPort: 0,
+    metricsAddress: '127.0.0.1',
+    // CoreDNS's forward has no limit by default; this one only sheds a flood.
+    forwardMax: 2000,
+    // node-cache's timings: CoreDNS's forward dial and read timeouts.
+    upstreamTimeoutMs: 2_000,
+    forwardDeadlineMs: 5_000,
+    // CoreDNS serves nothing stale unless told (serve_stale).
+    maxStaleSeconds: 0,
+  };
   const options: ForwarderOptions = {
-    rules: [],
-    listenAddresses: plan.listenAddresses,
-    port: plan.port,
-    moreListeners: plan.moreListeners,
+    ...withProcessPlan(nodeCache, plan, '-localip and the Corefile’s port'),
     resolvFile,
     cacheSize: values['cache-size'] || Math.max(plan.cacheSize, 1),
-    negativeCache: true,
-    negTtlSeconds: 0,
-    minCacheTtlSeconds: 0,
-    maxCacheTtlSeconds: 0,
-    // CoreDNS's forward has no limit by default; this one only sheds a flood.
-    forwardMax: plan.forwardMax ?? 2000,
-    isolation: toIsolationOptions(values),
-    loopDetect: plan.loopDetect,
-    // The node's own resolver on loopback (systemd-resolved's 127.0.0.53) is asked over kept sockets.
-    keptLoopbackSockets: true,
-    randomCase: false,
-    logQueries: plan.logQueries,
     configDir: kubeDnsDir,
     // node-cache re-reads both ConfigMaps every 10 s (DefaultConfigSyncPeriod).
     configPollMs: 10_000,
-    upstreamTimeoutMs: 2_000,
-    forwardDeadlineMs: 5_000,
-    maxTcpConnections: 5000,
-    maxTcpConnectionsPerClient: 100,
-    tcpIdleTimeoutMs: 30_000,
-    tcpBackpressure: toTcpBackpressure(values),
-    ednsPacketMax: 1232,
-    metricsPort: plan.metrics?.port ?? 0,
-    metricsAddress: plan.metrics?.host ?? '127.0.0.1',
-    soaCheckMs: 5_000,
-    // CoreDNS serves nothing stale unless told (serve_stale).
-    maxStaleSeconds: 0,
-    staleServerRoutes: false,
-    prefetchHits: plan.prefetchHits ?? 0,
-    lameduckMs: plan.lameduckMs ?? values.lameduck,
     // A new instance binds beside this one and takes over with no gap (see shutdown below).
     reusePort: reusePortSupported(),
-    // A node cache relays no transfers; it takes NOTIFY on the node's address.
-    transferRelayFrom: [],
     namespaceSeries: values['namespace-metrics'],
-    // Node-local mode takes its acl from the Corefile's blocks.
-    acl: [],
-    listenFlags: '-localip and the Corefile’s port',
     ...(values['notify-listen-address'] ? { notifyListen: values['notify-listen-address'] } : {}),
     ...(values.autopath
       ? { autopath: { zone: domainOf(values.autopath, '-autopath') as Fqdn, extraSearch: resolvSearchOf(resolvFile) } }

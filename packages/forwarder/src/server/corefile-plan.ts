@@ -10,6 +10,7 @@ import {
 import type { Fqdn } from '@cluster-dns/wire';
 import type { CachePolicy } from '../config/cache-policy.js';
 import type { RouteUpstream } from '../config/server-flag.js';
+import type { ForwarderOptions } from '../options.js';
 import type { ScopedHosts } from '../plugins/hosts/hosts-table.js';
 
 // What node-local mode and Corefile mode read alike from a Corefile's server blocks: the settings
@@ -162,4 +163,33 @@ export function blockFilesOf(servers: readonly ServerConfig[]): { hosts: ScopedH
         });
   }
   return { hosts, files };
+}
+
+/**
+ * The options a Corefile's process settings give, over `base` (the forwarder's flags, or
+ * node-cache's): one spelling of each for both modes. The cache policy is each route's (its
+ * block's `cache`), so the process-wide one only keeps denials as they come.
+ */
+export function withProcessPlan(base: ForwarderOptions, plan: ProcessPlan, listenFlags: string): ForwarderOptions {
+  return {
+    ...base,
+    rules: [],
+    listenAddresses: plan.listenAddresses,
+    port: plan.port,
+    moreListeners: plan.moreListeners,
+    cacheSize: plan.cacheSize,
+    negativeCache: true,
+    negTtlSeconds: 0,
+    minCacheTtlSeconds: 0,
+    maxCacheTtlSeconds: 0,
+    forwardMax: plan.forwardMax ?? base.forwardMax,
+    loopDetect: plan.loopDetect,
+    logQueries: plan.logQueries || base.logQueries,
+    metricsPort: plan.metrics?.port ?? base.metricsPort,
+    metricsAddress: plan.metrics?.host ?? base.metricsAddress,
+    // CoreDNS prefetches only with `prefetch`.
+    prefetchHits: plan.prefetchHits ?? 0,
+    lameduckMs: plan.lameduckMs ?? base.lameduckMs,
+    listenFlags,
+  };
 }

@@ -13,6 +13,7 @@ import type { Configured } from '../config/config-reloader.js';
 import type { RawConfig } from '../config/config-source.js';
 import { type ForwarderOptions, type forwarderFlags, resolvSearchOf, toForwarderOptions } from '../options.js';
 import { type BlockPlugins, readBlockPlugins } from './block-plugins.js';
+import { withProcessPlan } from './corefile-plan.js';
 import type { ForwarderDeps } from './forwarder.js';
 import { type PodPlan, planPod } from './pod-plan.js';
 
@@ -97,31 +98,13 @@ export async function corefileForwarder(
     (ms) => ms > 0,
   );
   const options: ForwarderOptions = {
-    ...flags,
-    rules: [],
-    listenAddresses: plan.listenAddresses,
-    port: plan.port,
-    moreListeners: plan.moreListeners,
+    ...withProcessPlan(flags, plan, `${path}: its server blocks' keys and bind`),
     resolvFile: resolvFileOf(plan),
-    cacheSize: plan.cacheSize,
-    // Each route carries its block's cache policy; these are what a route without one would take.
-    negativeCache: true,
-    negTtlSeconds: 0,
-    minCacheTtlSeconds: 0,
-    maxCacheTtlSeconds: 0,
-    forwardMax: plan.forwardMax ?? flags.forwardMax,
-    loopDetect: plan.loopDetect,
-    logQueries: plan.logQueries || flags.logQueries,
     // The kube-dns ConfigMap has no part in Corefile mode: the Corefile says it all.
     configDir: '',
     configPollMs: Math.min(plan.reloadMs ?? 30_000, ...fileReloadMs),
-    metricsPort: plan.metrics?.port ?? flags.metricsPort,
-    metricsAddress: plan.metrics?.host ?? flags.metricsAddress,
-    // CoreDNS serves nothing stale unless told (serve_stale), and prefetches only with prefetch.
+    // CoreDNS serves nothing stale unless told (serve_stale).
     maxStaleSeconds: plan.maxStaleSeconds,
-    prefetchHits: plan.prefetchHits ?? 0,
-    lameduckMs: plan.lameduckMs ?? flags.lameduckMs,
-    listenFlags: `${path}: its server blocks' keys and bind`,
     ...(plan.clusterZone ? { clusterZone: plan.clusterZone } : {}),
     // autopath @kubernetes: the node's search domains from /etc/resolv.conf, as CoreDNS's (dnsPolicy Default).
     ...(plan.autopathZone
