@@ -318,6 +318,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     },
   });
   const template = new TemplateStage({ templates: () => plugins().templates, lookup });
+  const dns64 = new Dns64Stage({ blocks: () => plugins().dns64, lookup });
   const file = new FileStage({ zones: () => plugins().files, lookup });
   // CoreDNS's order (plugin.cfg, 1.14): whatever order a Corefile writes them in, a query meets
   // them so. notify and the transfer relay first: they take other opcodes and transfers, as
@@ -330,7 +331,7 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
       new BufsizeStage(() => plugins().bufsize),
       errors,
       logStage,
-      new Dns64Stage({ blocks: () => plugins().dns64, lookup }),
+      dns64,
       new AnyStage(() => plugins().any),
       chaos,
       rewrite,
@@ -401,6 +402,9 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
     ...(autopath ? { autopath: autopath.counts } : {}),
     acl: acl.counts,
     aclStage: acl,
+    template: template.counts,
+    dns64: dns64.counts,
+    rewrite: rewrite.counts,
   });
   const handler = createQueryPipeline({
     handle: chain,

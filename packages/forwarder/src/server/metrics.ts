@@ -15,12 +15,16 @@ import type { AclCounts, AclStage } from '../plugins/acl/acl-stage.js';
 import type { AutopathCounts } from '../plugins/autopath/autopath-stage.js';
 import type { AnswerCache } from '../plugins/cache/cache.js';
 import type { CacheStage } from '../plugins/cache/cache-stage.js';
+import { registerDns64Metrics } from '../plugins/dns64/dns64-metrics.js';
 import type { ForwardStage } from '../plugins/forward/forward-stage.js';
 import type { RouteBudget } from '../plugins/forward/route-budget.js';
 import type { UpstreamStats } from '../plugins/forward/upstream-stats.js';
 import type { NotifyStage } from '../plugins/notify/notify-stage.js';
 import type { ZoneSync } from '../plugins/notify/zone-sync.js';
+import { registerRewriteMetrics } from '../plugins/rewrite/rewrite-metrics.js';
 import type { SubdomainGuardStage } from '../plugins/subdomain-guard/subdomain-guard-stage.js';
+import { registerTemplateMetrics } from '../plugins/template/template-metrics.js';
+import type { TemplateCounts } from '../plugins/template/template-stage.js';
 import type { TransferRelayStage } from '../plugins/transfer/transfer-relay-stage.js';
 import type { ServerQueryCounts } from './query-counts.js';
 
@@ -65,6 +69,10 @@ export interface ForwarderMetricSources {
   acl: AclCounts;
   /** The acl stage, for what it refuses of the client map. */
   aclStage: Pick<AclStage, 'clientMapRefused'>;
+  /** The plugins that count for series of their own (each plugin's room registers them). */
+  template: TemplateCounts;
+  dns64: { translated: number };
+  rewrite: { rewritten: number; invalid: number };
 }
 
 /**
@@ -78,6 +86,9 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
   const { cache, cacheStage, forward, upstreams, notify, zones, guard } = sources;
   createListenerMetrics(registry, { ...sources, hits: () => cacheStage.counts });
   const server = () => ({ server: sources.server() });
+  registerTemplateMetrics(registry, sources.template, sources.server);
+  registerDns64Metrics(registry, sources.dns64, sources.server);
+  registerRewriteMetrics(registry, sources.rewrite);
 
   counterFrom(
     registry,
