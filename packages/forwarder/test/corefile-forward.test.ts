@@ -3,7 +3,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
-import { createSilentLogger, parseFlags } from '@cluster-dns/runtime';
+import { createLogger, createSilentLogger, parseFlags } from '@cluster-dns/runtime';
 import {
   hasCommand,
   runChecked,
@@ -57,11 +57,10 @@ async function tlsFront(behind: TestUpstream, cert: { key: Buffer; cert: Buffer 
 }
 
 /** Starts the forwarder on this Corefile (in a folder of its own), and asks it. */
-async function corefileMode(text: string, dir: string) {
+async function corefileMode(text: string, dir: string, log = createSilentLogger()) {
   const path = join(dir, 'Corefile');
   writeFileSync(path, text);
   const values = parseFlags(forwarderFlags, [`--corefile=${path}`, '--lameduck=0s', '--metrics-port=0']).values;
-  const log = createSilentLogger();
   const { options, config } = await corefileForwarder(values, { log });
   const forwarder = launchForwarder({
     program: 'forwarder',
@@ -74,7 +73,8 @@ async function corefileMode(text: string, dir: string) {
   });
   const { port } = await forwarder.start();
   cleanups.push(() => forwarder.shutdown());
-  return (name: string) => queryDns({ host: '127.0.0.1', port }, name, QTYPE.A, { timeoutMs: 5000 });
+  return (name: string, type: number = QTYPE.A) =>
+    queryDns({ host: '127.0.0.1', port }, name, type, { timeoutMs: 5000 });
 }
 
 const noOpenssl = hasCommand('openssl') ? undefined : 'openssl is not installed';
@@ -173,5 +173,51 @@ describe('a Corefile’s forward', () => {
     ]);
     expect((await ask('gone.example.org')).flags.rcode).toBe(RCODE.NOERROR);
     expect((await ask('other.example.org')).flags.rcode).toBe(RCODE.NXDOMAIN);
+  });
+
+  it('runs the plugins in CoreDNS’s order, not the order written: the last lines of this Corefile act first', async () => {
+    const behind = await upstream({
+      'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.7', ttl: 300 }],
+      'pinned.example.org.': [{ type: QTYPE.A, address: '198.51.100.1' }],
+      'a.example.org.': [{ type: QTYPE.TXT, text: ['from the upstream'] }],
+    });
+    const lines: string[] = [];
+    const log = createLogger({ component: 'forwarder', write: (line) => lines.push(line) });
+    // Written backwards from plugin.cfg: forward first, log last.
+    const ask = await corefileMode(
+      [
+        '.:0 {',
+        ' bind 127.0.0.1',
+        ` forward . ${behind.host}:${behind.port}`,
+        ' cache 30',
+        ' hosts {',
+        '  192.0.2.99 pinned.example.org',
+        '  fallthrough',
+        ' }',
+        ' template IN TXT example.org {',
+        '  answer "{{ .Name }} 60 IN TXT \\"templated\\""',
+        ' }',
+        ' rewrite name exact old.example.org www.example.org',
+        ' log',
+        '}',
+        '',
+      ].join('\n'),
+      mkdtempSync(join(tmpdir(), 'corefile-order-')),
+      log,
+    );
+    // hosts before forward: its entry answers, the upstream's record of the name never does.
+    expect((await ask('pinned.example.org')).answers.map((a) => a.address)).toEqual(['192.0.2.99']);
+    // template before forward.
+    expect((await ask('a.example.org', QTYPE.TXT)).answers.map((a) => a.text)).toEqual([['templated']]);
+    // rewrite before the cache and forward; the cache in front of forward: asked once.
+    for (let i = 0; i < 3; i++)
+      expect((await ask('old.example.org')).answers.map((a) => [a.name, a.address])).toEqual([
+        ['old.example.org.', '192.0.2.7'],
+      ]);
+    expect(behind.queries.map((q) => q.name)).toEqual(['www.example.org.']);
+    // log before everything: every query has its line, cache hits and hosts answers too.
+    const logged = lines.filter((l) => l.includes('"msg":"query"') || l.includes('old.example.org'));
+    expect(logged.filter((l) => l.includes('old.example.org')).length).toBe(3);
+    expect(logged.some((l) => l.includes('pinned.example.org'))).toBe(true);
   });
 });
