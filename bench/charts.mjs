@@ -25,10 +25,13 @@ const titled = (text, result, more) => ({
   ],
 });
 
-/** Servers as a legend says them: in words, an older build by what it is rather than its commit. */
+/**
+ * Servers as a legend says them: in words; an older build by what it is, with its commit so that
+ * two baselines are two bars, not one stacked on the other.
+ */
 const serverName = (server) =>
   server.startsWith('baseline ')
-    ? 'an earlier build, in the same rounds'
+    ? `an earlier build (${server.slice('baseline '.length)}), in the same rounds`
     : ({
         'ceiling (bare dgram)': 'Node’s ceiling: a bare dgram server, tuned as ours',
         'plain dgram ceiling': 'a plain dgram server, with dgram’s defaults',
@@ -101,7 +104,7 @@ function qpsSpec(rows, result) {
     encoding: {
       y: { field: 'case', type: 'nominal', title: null, sort: null, axis: { labelLimit: 0 } },
       yOffset: { field: 'server' },
-      x: { field: 'qps', type: 'quantitative', title: 'queries per second' },
+      x: { field: 'qps', type: 'quantitative', title: 'queries per second', stack: null },
       color: {
         field: 'server',
         type: 'nominal',

@@ -37,6 +37,19 @@ describe('bench charts', () => {
     }
   });
 
+  it('draws two baselines of one run as two bars, each named by its commit, never stacked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'charts-'));
+    const run = await runCommand(process.execPath, [
+      `${root}/bench/charts.mjs`,
+      `${root}/bench/results/2026-12-07.json`,
+      dir,
+    ]);
+    expect(run.status, run.stderr).toBe(0);
+    const qps = readFileSync(join(dir, 'qps.svg'), 'utf8');
+    expect(qps).toContain('an earlier build (ef6332b), in the same rounds');
+    expect(qps).toContain('an earlier build (2a3db59), in the same rounds');
+  });
+
   it('shows in the bench README the charts it draws', () => {
     const readme = readFileSync(`${root}/bench/README.md`, 'utf8');
     for (const name of ['latency', 'qps', 'propagation', 'rss'])
