@@ -3,21 +3,9 @@ import { type Fqdn, labelsOf, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dn
 import { type EndpointGroup, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { addressesOf, hostnameOf, isPublished } from './endpoint-group.js';
 import { isNamespaceExposed, withSrvWeights } from './service-records.js';
-import type { NameRecords } from './zone-records.js';
-import type { ZoneView } from './zone-view.js';
+import type { ExternalZone, NameRecords, ZoneView } from './zone-view.js';
 
-/**
- * A Corefile's `k8s_external` zone (CoreDNS's plugin): Services' external addresses (their
- * `externalIPs` and LoadBalancer ingress) at `<svc>.<ns>.<zone>`, with an SRV per port, and, with
- * `headless`, a headless Service's endpoints at its name and at `<endpoint>.<svc>.<ns>.<zone>`.
- */
-export interface ExternalZone {
-  readonly zone: Fqdn;
-  /** The label of the zone's own names: `ns1.<apex>.<zone>` is its name server. */
-  readonly apex: string;
-  readonly ttlSeconds: number;
-  readonly headless: boolean;
-}
+export type { ExternalZone };
 
 const none = (exists: boolean, stable = false): NameRecords => ({ rrs: undefined, exists, owners: [], stable });
 

@@ -22,22 +22,9 @@ import {
   protocolHasPorts,
   ptrTargets,
 } from './service-records.js';
-import type { ZoneView } from './zone-view.js';
+import type { NameRecords, ZoneView } from './zone-view.js';
 
-/** What is at one name of our zones. */
-export interface NameRecords {
-  /** Records at the name; undefined or empty when it has none. */
-  readonly rrs: Rr[] | undefined;
-  /** True when the name exists: records, or names below it (an empty non-terminal: NODATA). */
-  readonly exists: boolean;
-  /** Services whose change can change what is at this name. */
-  readonly owners: readonly string[];
-  /**
-   * True when this stays valid until one of `owners` changes; false when any change may alter it
-   * (the apex with its serial, pods under --pods=verified, existence of names not yet built).
-   */
-  readonly stable: boolean;
-}
+export type { NameRecords };
 
 const none = (exists: boolean, stable = false): NameRecords => ({ rrs: undefined, exists, owners: [], stable });
 

@@ -1,6 +1,5 @@
-import type { Fqdn } from '@cluster-dns/wire';
+import type { Fqdn, Rr } from '@cluster-dns/wire';
 import type { ClusterState } from './cluster-state.js';
-import type { ExternalZone } from './external-records.js';
 import type { PodsMode } from './pod-records.js';
 import type { RecordContext } from './service-records.js';
 
@@ -17,4 +16,32 @@ export interface ZoneView extends RecordContext {
   readonly external?: readonly ExternalZone[];
   /** The reverse zones k8s_external names: an external address's PTR there names its Service. */
   readonly externalReverseZones?: readonly Fqdn[];
+}
+
+/** What is at one name of our zones. */
+export interface NameRecords {
+  /** Records at the name; undefined or empty when it has none. */
+  readonly rrs: Rr[] | undefined;
+  /** True when the name exists: records, or names below it (an empty non-terminal: NODATA). */
+  readonly exists: boolean;
+  /** Services whose change can change what is at this name. */
+  readonly owners: readonly string[];
+  /**
+   * True when this stays valid until one of `owners` changes; false when any change may alter it
+   * (the apex with its serial, pods under --pods=verified, existence of names not yet built).
+   */
+  readonly stable: boolean;
+}
+
+/**
+ * A Corefile's `k8s_external` zone (CoreDNS's plugin): Services' external addresses (their
+ * `externalIPs` and LoadBalancer ingress) at `<svc>.<ns>.<zone>`, with an SRV per port, and, with
+ * `headless`, a headless Service's endpoints at its name and at `<endpoint>.<svc>.<ns>.<zone>`.
+ */
+export interface ExternalZone {
+  readonly zone: Fqdn;
+  /** The label of the zone's own names: `ns1.<apex>.<zone>` is its name server. */
+  readonly apex: string;
+  readonly ttlSeconds: number;
+  readonly headless: boolean;
 }
