@@ -188,7 +188,9 @@ describe.skipIf(unavailable)('the fieldâ€™s Corefiles, started in a CoreDNS Podâ
         // A k8s_external zone is the record-builder's too: its apex answers through the forwarder.
         for (const b of blocks.filter((x) => x.k8sExternal))
           for (const zone of b.k8sExternal?.zones ?? b.keys.map((k) => k.zone))
-            expect(await dig('+short', 'SOA', zone)).toMatch(new RegExp(`^ns1\\.dns\\.${zone.replaceAll('.', '\\.')} `));
+            expect(await dig('+short', 'SOA', zone)).toMatch(
+              new RegExp(`^ns1\\.dns\\.${zone.replaceAll('.', '\\.')} `),
+            );
         const outside = blocks.find((b) => b.keys.some((k) => k.zone === '.'))?.forward?.to;
         // Upstreams the namespace can reach: resolv.conf's, or an IPv4 address of the node's.
         if (
