@@ -340,6 +340,68 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(podMetrics).toMatch(/clusterdns_forwarder_transfers_relayed_total\{result="relayed"\} [1-9]/);
       });
 
+      it('answers names and addresses as the API allows them now: digit-leading names, leading zeros, IPv4-mapped', async () => {
+        // Service and namespace names may begin with a digit (Kubernetes 1.36+); objects stored
+        // before KEP-4858's validation may hold `010.096.…` (decimal, as Go reads it, never octal)
+        // and IPv4-mapped IPv6 (the IPv4 address); testkit's API server stores them as such an old
+        // object is stored. Each is answered through the node cache.
+        const at = firewalls.findIndex(([name]) => name === firewall) + 20;
+        const ns = `1st-${firewall}`;
+        const objects = join(dir, `digits-${firewall}.json`);
+        const port = [{ name: 'http', port: 80, protocol: 'TCP' }];
+        writeFileSync(
+          objects,
+          // A stream of objects (a v1 List would send kubectl to /openapi/v2 to validate it).
+          [
+            { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+            {
+              apiVersion: 'v1',
+              kind: 'Service',
+              metadata: { name: '2fa', namespace: ns },
+              spec: { clusterIP: `010.096.0${at}.007`, clusterIPs: [`010.096.0${at}.007`], ports: port },
+            },
+            {
+              apiVersion: 'v1',
+              kind: 'Service',
+              metadata: { name: '3db', namespace: ns },
+              spec: { clusterIP: 'None', clusterIPs: ['None'], ports: port },
+            },
+            {
+              apiVersion: 'discovery.k8s.io/v1',
+              kind: 'EndpointSlice',
+              metadata: { name: '3db-1', namespace: ns, labels: { 'kubernetes.io/service-name': '3db' } },
+              addressType: 'IPv4',
+              endpoints: [{ addresses: [`::ffff:10.244.${at}.9`], hostname: 'db-0', conditions: { ready: true } }],
+              ports: port,
+            },
+          ]
+            .map((o) => JSON.stringify(o))
+            .join('\n'),
+        );
+        await dnsPod.run('kubectl', [`--kubeconfig=${join(dir, 'kubeconfig')}`, 'apply', '-f', objects]);
+        const dig = async (...args: string[]) =>
+          (await pod.run('dig', [`@${LOCAL_IP}`, '+short', '+tries=1', '+time=2', ...args])).trim();
+        const fqdn = `2fa.${ns}.svc.cluster.local`;
+        expect(
+          await waitFor(async () => (await ask(fqdn)) || undefined, {
+            what: `${fqdn} through the node cache`,
+            timeoutMs: 10_000,
+          }),
+        ).toBe(`10.96.${at}.7`);
+        expect(await dig(`_http._tcp.${fqdn}`, 'SRV')).toBe(`10 100 80 ${fqdn}.`);
+        expect(await dig('-x', `10.96.${at}.7`)).toBe(`${fqdn}.`);
+        const headless = `3db.${ns}.svc.cluster.local`;
+        expect(
+          await waitFor(async () => (await ask(headless)) || undefined, { what: headless, timeoutMs: 10_000 }),
+        ).toBe(`10.244.${at}.9`);
+        // An A record, not an AAAA of ::ffff:…, and its PTR under in-addr.arpa.
+        expect(await dig(headless, 'AAAA')).toBe('');
+        expect(await dig('-x', `10.244.${at}.9`)).toBe(`db-0.${headless}.`);
+        expect(await dig(`db-0.${headless}`)).toBe(`10.244.${at}.9`);
+        // glibc, with the search path, as an application in the namespace's neighbour asks.
+        expect((await pod.run('getent', ['hosts', `2fa.${ns}`])).trim()).toMatch(new RegExp(`^10\\.96\\.${at}\\.7\\s`));
+      });
+
       it('after a SIGKILL leaves the link and rules, the next start repairs them without a duplicate', async () => {
         const previous = started.at(-1) as LaunchedProcess;
         const killedAt = performance.now();

@@ -1,18 +1,15 @@
-import { isIP } from 'node:net';
-import { canonicalIpv6, isDns1123Label } from '@cluster-dns/wire';
+import { isDns1123Label, readApiAddress } from '@cluster-dns/wire';
 import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { EndpointGroup, NodeCacheInfo, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
 import { type EndpointInput, packEndpointGroup } from './endpoint-group.js';
 
 const TOLERATE_UNREADY = 'service.alpha.kubernetes.io/tolerate-unready-endpoints';
 
-/** Addresses compare as text, so IPv6 is kept in one form (RFC 5952). */
-export function normalizeIp(ip: string): string | undefined {
-  const family = isIP(ip);
-  if (family === 4) return ip;
-  if (family === 6) return canonicalIpv6(ip);
-  return undefined;
-}
+/**
+ * Addresses compare as text, so each is kept in one form, read as Kubernetes reads it (leading
+ * zeros decimal, IPv4-mapped IPv6 as IPv4, RFC 5952 IPv6): see wire's readApiAddress.
+ */
+export const normalizeIp = readApiAddress;
 
 function toProtocol(protocol: string | undefined): Protocol {
   const p = (protocol ?? 'TCP').toLowerCase();

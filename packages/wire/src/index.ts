@@ -75,6 +75,7 @@ export {
   isLoopback,
   numberToIpv4,
   parseCidr,
+  readApiAddress,
   withoutIpv4Mapping,
 } from './ip-address.js';
 export {

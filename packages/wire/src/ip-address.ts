@@ -110,6 +110,36 @@ export function parseCidr(text: string): Cidr | undefined {
   return { family, base: value & mask, bits };
 }
 
+/** Dotted IPv4 whose octets may carry leading zeros, read as decimal; undefined when it is not one. */
+function sloppyIpv4(text: string): string | undefined {
+  const parts = text.split('.');
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,10}$/.test(p) && Number(p) <= 255)) return undefined;
+  return parts.map(Number).join('.');
+}
+
+/**
+ * An address from a Kubernetes object, read as Kubernetes reads it (netutils.ParseIPSloppy, Go's
+ * parser before 1.17), in the one text form our records compare by: IPv4 octets with leading zeros
+ * are decimal (`010.000.000.001` is 10.0.0.1, never octal 8.0.0.1), an IPv4-mapped IPv6 address is
+ * its IPv4 address (Go's To4, so it gets an A record), any other IPv6 is RFC 5952 text. Objects
+ * stored before KEP-4858's stricter validation can still hold the first two. Undefined when the
+ * text is no address (a zone index `%eth0` included, which Go refuses too).
+ */
+export function readApiAddress(text: string): string | undefined {
+  if (!text.includes(':')) return isIPv4(text) ? text : sloppyIpv4(text);
+  if (text.includes('%')) return undefined;
+  const lastColon = text.lastIndexOf(':');
+  const tail = text.slice(lastColon + 1);
+  const plainTail = tail.includes('.') ? sloppyIpv4(tail) : tail;
+  if (plainTail === undefined) return undefined;
+  const address = `${text.slice(0, lastColon + 1)}${plainTail}`;
+  if (!isIPv6(address)) return undefined;
+  const g = ipv6Groups(address);
+  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff)
+    return numberToIpv4((((g[6] as number) << 16) | (g[7] as number)) >>> 0);
+  return canonicalIpv6(address);
+}
+
 /** An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, as a dual-stack socket reports) as plain IPv4; any other as it is. */
 export function withoutIpv4Mapping(address: string): string {
   return /^::ffff:/i.test(address) && isIPv4(address.slice(7)) ? address.slice(7) : address;
