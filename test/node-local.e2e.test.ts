@@ -124,7 +124,17 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
       const upstream = await launchProcess({
         prefix: dnsPod.prefix,
         script: dist('testkit', 'upstream-cli.js'),
-        args: ['--host=127.0.0.1', '--port=5300', '--records={"www.example.org.":[{"type":1,"address":"192.0.2.80"}]}'],
+        // PTRs the Internet would give: one for an address in the demo's Service CIDR (the leak
+        // kubernetes/kubernetes#120585 describes), one outside it.
+        args: [
+          '--host=127.0.0.1',
+          '--port=5300',
+          `--records=${JSON.stringify({
+            'www.example.org.': [{ type: 1, address: '192.0.2.80' }],
+            '77.0.96.10.in-addr.arpa.': [{ type: 12, target: 'leaked.example.org.' }],
+            '80.2.0.192.in-addr.arpa.': [{ type: 12, target: 'www.example.org.' }],
+          })}`,
+        ],
       });
       procs.push(upstream);
       const rb = await launchProcess({
@@ -340,7 +350,7 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(podMetrics).toMatch(/clusterdns_forwarder_transfers_relayed_total\{result="relayed"\} [1-9]/);
       });
 
-      it('answers names and addresses as the API allows them now: digit-leading names, leading zeros, IPv4-mapped', async () => {
+      it('answers names and addresses as the API allows them now: digit-leading names, leading zeros, IPv4-mapped, ServiceCIDR PTRs', async () => {
         // Service and namespace names may begin with a digit (Kubernetes 1.36+); objects stored
         // before KEP-4858's validation may hold `010.096.…` (decimal, as Go reads it, never octal)
         // and IPv4-mapped IPv6 (the IPv4 address); testkit's API server stores them as such an old
@@ -398,6 +408,13 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(await dig(headless, 'AAAA')).toBe('');
         expect(await dig('-x', `10.244.${at}.9`)).toBe(`db-0.${headless}.`);
         expect(await dig(`db-0.${headless}`)).toBe(`10.244.${at}.9`);
+        // An unused address of the cluster's ServiceCIDR (manifests/demo): NXDOMAIN from the
+        // cluster, never asked upstream; an address outside it still goes to the upstream.
+        expect(await dig('-x', '10.96.0.77')).toBe('');
+        expect(await pod.run('dig', [`@${LOCAL_IP}`, '+tries=1', '+time=2', '-x', '10.96.0.77'])).toMatch(
+          /status: NXDOMAIN[\s\S]*96\.10\.in-addr\.arpa\.\s+\d+\s+IN\s+SOA/,
+        );
+        expect(await dig('-x', '192.0.2.80')).toBe('www.example.org.');
         // glibc, with the search path, as an application in the namespace's neighbour asks.
         expect((await pod.run('getent', ['hosts', `2fa.${ns}`])).trim()).toMatch(new RegExp(`^10\\.96\\.${at}\\.7\\s`));
       });

@@ -35,7 +35,10 @@ export function buildAnswer(view: ZoneView, zone: Fqdn, name: Fqdn, qtype: numbe
   const negative = (rcode: number): AnswerParts => ({
     rcode,
     answers: [],
-    authorities: [soaRecord(view, zone)],
+    // In a Service CIDR, that block's reverse zone speaks: the forwarders keep its denial.
+    authorities: [
+      soaRecord(view, view.reverseZones.includes(zone) ? (view.state.serviceCidrZoneOf(name, zone) ?? zone) : zone),
+    ],
     additionals: [],
     owners: at.owners,
     stable: false,

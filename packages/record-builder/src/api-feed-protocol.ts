@@ -1,18 +1,26 @@
-import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceInfo } from './cluster-model.js';
+import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceCidrInfo, ServiceInfo } from './cluster-model.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 
 /**
  * What the reflectors watch. `node-caches`: the node-local DaemonSet's pods (--node-cache-selector);
- * `serviceimports`: the Multi-Cluster Services API's imports (--multicluster-zone).
+ * `serviceimports`: the Multi-Cluster Services API's imports (--multicluster-zone); `servicecidrs`:
+ * the cluster's Service CIDRs (networking.k8s.io/v1), whose reverse zones are ours.
  */
-export type ResourceName = 'services' | 'endpointslices' | 'endpoints' | 'pods' | 'node-caches' | 'serviceimports';
+export type ResourceName =
+  | 'services'
+  | 'endpointslices'
+  | 'endpoints'
+  | 'pods'
+  | 'node-caches'
+  | 'serviceimports'
+  | 'servicecidrs';
 
 /** The latest state of one object: null when it was deleted. */
 export interface FeedUpdate {
   readonly resource: ResourceName;
   readonly namespace: string;
   readonly name: string;
-  readonly value: ServiceInfo | EndpointGroup | PodInfo | NodeCacheInfo | null;
+  readonly value: ServiceInfo | EndpointGroup | PodInfo | NodeCacheInfo | ServiceCidrInfo | null;
   /** When the API worker read it off the watch or list (ms since epoch). */
   readonly readAtMs: number;
 }

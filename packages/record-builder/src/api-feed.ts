@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '@cluster-dns/runtime';
 import type { ProgrammedChange } from '@cluster-dns/wire';
 import type { FeedMarker, FeedUpdate, ResourceName, WorkerConfig, WorkerMessage } from './api-feed-protocol.js';
-import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceInfo } from './cluster-model.js';
+import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceCidrInfo, ServiceInfo } from './cluster-model.js';
 import type { ClusterState } from './cluster-state.js';
 import { KubeConfigError } from './kube-config-source.js';
 
@@ -106,6 +106,10 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
         if (u.value) options.nodeCaches?.upsert(u.value as NodeCacheInfo);
         else options.nodeCaches?.remove(u.namespace, u.name);
         break;
+      case 'servicecidrs':
+        if (u.value) state.upsertServiceCidr(u.value as ServiceCidrInfo);
+        else state.deleteServiceCidr(u.name);
+        break;
     }
     hooks.onApplied(u.resource, process.hrtime.bigint() - t0, Date.now() - u.readAtMs);
   };
@@ -142,6 +146,7 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
     endpoints: state.groupKeys(),
     pods: state.podKeys(),
     'node-caches': options.nodeCaches?.keys() ?? [],
+    servicecidrs: state.serviceCidrKeys(),
   });
 
   const spawn = () =>

@@ -27,11 +27,13 @@ import type {
 import { fullGc } from './full-gc.js';
 import { loadKubeConfig } from './kube-config.js';
 import {
+  type ServiceCidrObject,
   type ServiceImportObject,
   toEndpointGroup,
   toEndpointGroupFromEndpoints,
   toNodeCacheInfo,
   toPodInfo,
+  toServiceCidrInfo,
   toServiceImportInfo,
   toServiceInfo,
 } from './kube-objects.js';
@@ -63,6 +65,7 @@ const PATHS: Record<ResourceName, string> = {
   pods: '/api/v1/pods',
   endpointslices: '/apis/discovery.k8s.io/v1/endpointslices',
   serviceimports: '/apis/multicluster.x-k8s.io/v1alpha1/serviceimports',
+  servicecidrs: '/apis/networking.k8s.io/v1/servicecidrs',
   // One namespace, one label selector: a few thousand small objects at most, even on a large cluster.
   'node-caches': nodeCaches
     ? `/api/v1/namespaces/${encodeURIComponent(nodeCaches.namespace)}/pods?labelSelector=${encodeURIComponent(nodeCaches.labelSelector)}`
@@ -89,6 +92,8 @@ function toValue(resource: ResourceName, o: KubernetesObject): FeedUpdate['value
       return toPodInfo(o as V1Pod) ?? null;
     case 'node-caches':
       return toNodeCacheInfo(o as V1Pod) ?? null;
+    case 'servicecidrs':
+      return toServiceCidrInfo(o as ServiceCidrObject) ?? null;
   }
 }
 
@@ -167,6 +172,12 @@ for (const resource of config.resources) {
     retryBaseMs: config.retryBaseMs,
     retryMaxMs: config.retryMaxMs,
     initialKnown: config.known[resource] ?? [],
+    // A cluster before 1.33 has no ServiceCIDRs, and an older ClusterRole may not grant them:
+    // DNS starts without their zones (saying so) rather than never becoming ready.
+    optional:
+      resource === 'servicecidrs'
+        ? 'the reverse zones of Service CIDRs are not answered as the cluster’s: grant list/watch on servicecidrs (networking.k8s.io), or pass --service-cidr'
+        : undefined,
     hooks: {
       onWatching: () => mark({ kind: 'watching', resource }),
       onSynced: (objects) => mark({ kind: 'synced', resource, objects }),

@@ -109,3 +109,13 @@ export interface NodeCacheInfo {
   readonly name: string;
   readonly hostIP: string;
 }
+
+/**
+ * A ServiceCIDR (networking.k8s.io/v1, Kubernetes 1.33+), or the `--service-cidr` flag: blocks the
+ * cluster gives Services their addresses from, whose reverse zones the record-builder owns.
+ */
+export interface ServiceCidrInfo {
+  readonly name: string;
+  /** Blocks as the object writes them (`10.96.0.0/12`, `fd00:10:96::/108`). */
+  readonly cidrs: readonly string[];
+}

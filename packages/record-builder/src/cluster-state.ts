@@ -6,10 +6,12 @@ import {
   isImportKey,
   ownerKeyOf,
   type PodInfo,
+  type ServiceCidrInfo,
   type ServiceInfo,
   serviceKey,
 } from './cluster-model.js';
 import { reuseUnchanged } from './endpoint-group.js';
+import { ServiceCidrs } from './service-cidrs.js';
 import { ptrAddressKeys, type RecordContext } from './service-records.js';
 import { SharedWords } from './shared-words.js';
 import { type JournalEntry, ZoneJournal } from './zone-journal.js';
@@ -47,6 +49,7 @@ export class ClusterState {
   /** Pod address → the pods that have it: one, or several while one ends and another starts, or hostNetwork pods. */
   private readonly podsByIp = new Map<string, PodEntry | PodEntry[]>();
   private readonly words = new SharedWords();
+  private readonly serviceCidrs = new ServiceCidrs();
   private serialNumber: number;
   private endpoints = 0;
   /** Set by `keepJournal`: every change then leaves what it replaced here, for IXFR. */
@@ -268,6 +271,35 @@ export class ClusterState {
       if (byName.size === 0) this.podIps.delete(namespace);
       this.changed([], ZONE_BIT.cluster);
     }
+  }
+
+  /**
+   * A ServiceCIDR's blocks (or --service-cidr's). It changes no record, only which reverse names
+   * are the cluster's to deny, so it is a change of both reverse zones with no names in it.
+   */
+  upsertServiceCidr(info: ServiceCidrInfo): void {
+    if (!this.serviceCidrs.set(info)) return;
+    if (this.journalOf) this.pendingEntry = { kind: 'names', before: new Map() };
+    this.changed([], ZONE_BIT.inAddr | ZONE_BIT.ip6);
+  }
+
+  deleteServiceCidr(name: string): void {
+    if (!this.serviceCidrs.delete(name)) return;
+    if (this.journalOf) this.pendingEntry = { kind: 'names', before: new Map() };
+    this.changed([], ZONE_BIT.inAddr | ZONE_BIT.ip6);
+  }
+
+  serviceCidrKeys(): string[] {
+    // The flag's blocks are no object: a relist must not drop them.
+    return this.serviceCidrs
+      .names()
+      .filter((name) => !name.startsWith('--'))
+      .map((name) => `/${name}`);
+  }
+
+  /** The Service CIDR's reverse zone (`96.10.in-addr.arpa.`) `name` is in, inside `served`; else undefined. */
+  serviceCidrZoneOf(name: Fqdn, served: Fqdn): Fqdn | undefined {
+    return this.serviceCidrs.zoneOf(name, served);
   }
 
   /** True when a pod in `namespace` has this IP (for --pods=verified). */

@@ -1,6 +1,14 @@
 import { isDns1123Label, readApiAddress } from '@cluster-dns/wire';
 import type { V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
-import type { EndpointGroup, NodeCacheInfo, PodInfo, Protocol, ServiceInfo, ServicePort } from './cluster-model.js';
+import type {
+  EndpointGroup,
+  NodeCacheInfo,
+  PodInfo,
+  Protocol,
+  ServiceCidrInfo,
+  ServiceInfo,
+  ServicePort,
+} from './cluster-model.js';
 import { type EndpointInput, packEndpointGroup } from './endpoint-group.js';
 
 const TOLERATE_UNREADY = 'service.alpha.kubernetes.io/tolerate-unready-endpoints';
@@ -194,4 +202,21 @@ export function toNodeCacheInfo(pod: V1Pod): NodeCacheInfo | undefined {
   const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   if (!namespace || !name || !hostIP || !ready || pod.metadata?.deletionTimestamp) return undefined;
   return { namespace, name, hostIP };
+}
+
+/** A ServiceCIDR (networking.k8s.io/v1): the fields DNS reads (client-node 2.0 has no model of it). */
+export interface ServiceCidrObject {
+  metadata?: { name?: string };
+  spec?: { cidrs?: string[] };
+}
+
+/**
+ * A ServiceCIDR's blocks. Its Ready condition is not waited for: the API server allocates from a
+ * block only once it is ready, and one being deleted keeps its Services until they go, so every
+ * block the object names may hold a cluster address.
+ */
+export function toServiceCidrInfo(o: ServiceCidrObject): ServiceCidrInfo | undefined {
+  const name = o.metadata?.name;
+  if (!name) return undefined;
+  return { name, cidrs: [...(o.spec?.cidrs ?? [])] };
 }

@@ -10,7 +10,7 @@ import {
   tcpBackpressureFlags,
   toTcpBackpressure,
 } from '@cluster-dns/runtime';
-import { type Fqdn, isDns1123Label, isInZone, toFqdn } from '@cluster-dns/wire';
+import { type Fqdn, isDns1123Label, isInZone, parseCidr, toFqdn } from '@cluster-dns/wire';
 import type { CorefileRecordBuilder } from './corefile-options.js';
 import type { ExternalZone } from './external-records.js';
 import type { PodsMode } from './pod-records.js';
@@ -99,6 +99,15 @@ export const recordBuilderFlags = {
     'pod records <a-b-c-d>.<ns>.pod.<zone>: any address, only addresses of pods in that namespace, or none',
     ['insecure', 'verified', 'disabled'] as const,
     'insecure',
+  ),
+  'service-cidr': flag.list(
+    'the cluster’s Service CIDRs (kube-apiserver’s --service-cluster-ip-range; repeatable, or comma-separated): their reverse zones are answered here, NXDOMAIN for an unused address, so no cluster PTR query goes upstream. Unset: read from the API’s ServiceCIDR objects (networking.k8s.io/v1, Kubernetes 1.33+), a new one served without a restart',
+    (raw, name) => {
+      const list = raw.split(',').filter(Boolean);
+      if (list.length === 0 || !list.every((c) => c.includes('/') && parseCidr(c) !== undefined))
+        throw new FlagError(name, raw, 'address blocks such as 10.96.0.0/12,fd00:10:96::/108');
+      return list;
+    },
   ),
   'endpoints-api': flag.enumOf(
     'what to watch for endpoints: EndpointSlices, or legacy v1 Endpoints for old clusters',
@@ -205,6 +214,8 @@ export interface RecordBuilderOptions {
   readonly ttlSeconds: number;
   readonly pods: PodsMode;
   readonly endpointsApi: 'endpointslices' | 'endpoints';
+  /** --service-cidr: the Service CIDRs given; empty means read from the API's ServiceCIDRs. */
+  readonly serviceCidrs: readonly string[];
   readonly transferTo: readonly string[];
   readonly notify: readonly { host: string; port: number }[];
   readonly notifyNodeCaches: readonly { host: string; port: number }[];
@@ -273,6 +284,7 @@ export function toRecordBuilderOptions(values: FlagValues<typeof recordBuilderFl
     ttlSeconds: values.ttl,
     pods: values.pods,
     endpointsApi: values['endpoints-api'],
+    serviceCidrs: Object.freeze(values['service-cidr'].flat()),
     transferTo: Object.freeze([...values['transfer-to']]),
     notify: Object.freeze([...values.notify]),
     notifyNodeCaches: Object.freeze([...values['notify-node-cache']]),

@@ -83,6 +83,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     options.transferTo.length > 0
   )
     state.keepJournal(options.ixfrJournalMib << 20);
+  if (options.serviceCidrs.length) state.upsertServiceCidr({ name: '--service-cidr', cidrs: options.serviceCidrs });
   const view: ZoneView = {
     zone: options.zone,
     ...clustersetZone,

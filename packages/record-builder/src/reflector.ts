@@ -31,6 +31,12 @@ export interface ReflectorOptions {
   retryMaxMs: number;
   /** Keys (namespace/name) the sink holds already: the first list removes those it does not see. */
   initialKnown?: readonly string[];
+  /**
+   * A resource DNS can start without (what is lost, for the log): when the first list is refused
+   * with 404 (the API does not serve it) or 403 (RBAC does not grant it), it counts as synced with
+   * nothing, and is tried again on the backoff until the API serves it.
+   */
+  optional?: string | undefined;
 }
 
 export interface Reflector {
@@ -171,6 +177,12 @@ export function createReflector(options: ReflectorOptions): Reflector {
       } catch (error) {
         if (stopped) return;
         failures++;
+        const unserved = error instanceof ApiRequestError && (error.status === 404 || error.status === 403);
+        if (options.optional && unserved && !synced) {
+          log.warn('not served by the API; starting without it', { path, err: error, lost: options.optional });
+          synced = true;
+          hooks.onSynced(0);
+        }
         if (error instanceof ApiRequestError && error.expired) relist = 'expired';
         else if (relist === undefined && version === '') relist = 'error';
         const retryInMs = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.min(failures - 1, 16));

@@ -8,6 +8,7 @@ export function watchedResources(options: {
   pods: string;
   nodeCacheDiscovery?: unknown;
   multiclusterZone?: unknown;
+  serviceCidrs?: readonly unknown[];
 }): ResourceName[] {
   const resources: ResourceName[] = ['services', options.endpointsApi === 'endpoints' ? 'endpoints' : 'endpointslices'];
   if (options.pods === 'verified') resources.push('pods');
@@ -15,5 +16,7 @@ export function watchedResources(options: {
   if (options.multiclusterZone) resources.push('serviceimports');
   // The node-local DaemonSet's pods, by label in one namespace (--node-cache-selector).
   if (options.nodeCacheDiscovery) resources.push('node-caches');
+  // The Service CIDRs, whose reverse zones are ours, unless --service-cidr names them.
+  if (!options.serviceCidrs?.length) resources.push('servicecidrs');
   return resources;
 }

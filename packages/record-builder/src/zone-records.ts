@@ -228,8 +228,8 @@ function podRecordsAt(view: ZoneView, name: Fqdn): NameRecords {
 
 /** PTR names: a full address from the reverse index; a partial one exists when addresses lie below. */
 function reverseRecordsAt(view: ZoneView, zone: Fqdn, name: Fqdn): NameRecords {
-  if (name === zone)
-    return { rrs: [soaRecord(view, zone), nsRecord(view, zone)], exists: true, owners: [], stable: false };
+  if (name === zone || view.state.serviceCidrZoneOf(name, zone) === name)
+    return { rrs: [soaRecord(view, name), nsRecord(view, name)], exists: true, owners: [], stable: false };
   const address = addressFromReverseName(name);
   if (address === undefined) {
     const labels = labelsOf(name);

@@ -138,6 +138,7 @@ describe('record-builder under an EndpointSlice burst', () => {
     const relists = [...metrics.matchAll(/^clusterdns_recordbuilder_relists_total\{([^}]*)\} (\d+)/gm)];
     expect(relists.map(([, labels, n]) => `${labels} ${n}`).sort()).toEqual([
       'resource="endpointslices",reason="start" 1',
+      'resource="servicecidrs",reason="start" 1',
       'resource="services",reason="start" 1',
     ]);
     // The API worker's heap, beside the answering thread's, for telling which one holds the RSS.

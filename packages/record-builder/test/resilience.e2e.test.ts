@@ -61,7 +61,8 @@ describe('record-builder process follows the API and survives its faults', () =>
     async (expiredWatchAs) => {
       const rb = await startRecordBuilder(base(), [], { api: { expiredWatchAs } });
       const probe = watchRcodes(rb, `kubernetes.default.${Z}`);
-      await waitFor(() => rb.api.openWatches() === 2, { what: 'both watches' });
+      // Services, EndpointSlices and ServiceCIDRs.
+      await waitFor(() => rb.api.openWatches() === 3, { what: 'every watch' });
       rb.api.faults.dropWatches({ abrupt: true });
       rb.api.apply(fixtures.service('shop', 'new', { clusterIPs: ['10.96.10.99'] }));
       rb.api.faults.forgetHistory();
@@ -105,7 +106,8 @@ describe('record-builder process follows the API and survives its faults', () =>
     );
     const rb = await startRecordBuilder([...base(), ...extra]);
     const probe = watchRcodes(rb, `svc-39.shop.${Z}`);
-    await waitFor(() => rb.api.openWatches() === 2, { what: 'both watches' });
+    // Services, EndpointSlices and ServiceCIDRs.
+    await waitFor(() => rb.api.openWatches() === 3, { what: 'every watch' });
     // The watches resume from a version the API server has forgotten: 410, and a relist, cut.
     rb.api.faults.cutLists(1);
     rb.api.faults.dropWatches({ abrupt: true });
@@ -180,6 +182,35 @@ describe('record-builder process follows the API and survives its faults', () =>
       expect((await rb.query(name, QTYPE.A)).flags.rcode).toBe(RCODE.SERVFAIL);
     expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/readiness`)).status).toBe(503);
     expect((await fetch(`http://127.0.0.1:${rb.healthzPort}/healthz`)).status).toBe(200);
+  });
+
+  const soaOwnerOf = async (rb: Awaited<ReturnType<typeof startRecordBuilder>>, name: string) =>
+    (await rb.query(name, QTYPE.PTR)).authorities.filter((r) => r.type === QTYPE.SOA).map((r) => r.name);
+
+  it('owns the reverse zones of the ServiceCIDRs it watches: a new one served at once, a deleted one let go', async () => {
+    const rb = await startRecordBuilder([...base(), fixtures.serviceCidr('kubernetes', ['10.96.0.0/12'])]);
+    expect(await soaOwnerOf(rb, '7.0.96.10.in-addr.arpa')).toEqual(['96.10.in-addr.arpa.']);
+    expect(await soaOwnerOf(rb, '7.0.200.10.in-addr.arpa')).toEqual(['in-addr.arpa.']);
+    rb.api.apply(fixtures.serviceCidr('extra', ['10.200.0.0/16']));
+    await waitFor(async () => (await soaOwnerOf(rb, '7.0.200.10.in-addr.arpa'))[0] === '200.10.in-addr.arpa.', {
+      what: 'the new ServiceCIDR’s zone',
+    });
+    rb.api.remove('ServiceCIDR', undefined, 'extra');
+    await waitFor(async () => (await soaOwnerOf(rb, '7.0.200.10.in-addr.arpa'))[0] === 'in-addr.arpa.', {
+      what: 'the deleted ServiceCIDR let go',
+    });
+  });
+
+  it('starts without ServiceCIDRs where the API has none (before 1.33), saying so, and takes --service-cidr instead', async () => {
+    const old = await startRecordBuilder(base(), [], { api: { unserved: ['servicecidrs'] } });
+    expect(old.proc.logs.some((l) => l.msg === 'not served by the API; starting without it')).toBe(true);
+    expect((await old.query(`kubernetes.default.${Z}`, QTYPE.A)).answers).toHaveLength(1);
+    expect(await soaOwnerOf(old, '7.0.96.10.in-addr.arpa')).toEqual(['in-addr.arpa.']);
+    const flagged = await startRecordBuilder(base(), ['--service-cidr=10.96.0.0/12,fd00:10:96::/108'], {
+      api: { unserved: ['servicecidrs'] },
+    });
+    expect(flagged.api.requests.some((r) => r.path.includes('servicecidrs'))).toBe(false);
+    expect(await soaOwnerOf(flagged, '7.0.96.10.in-addr.arpa')).toEqual(['96.10.in-addr.arpa.']);
   });
 
   it('serves what it has once --initial-sync-timeout passes', async () => {

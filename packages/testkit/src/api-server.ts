@@ -35,6 +35,12 @@ export interface ApiServerOptions {
    */
   watchChannelSize?: number;
   watchDispatchTimeoutMs?: number;
+  /**
+   * Resources (plurals) this server answers 404 for, as an older API server does for a kind it does
+   * not have yet (ServiceCIDRs before Kubernetes 1.33). Discovery still lists them: our clients do
+   * not read it.
+   */
+  unserved?: readonly string[];
 }
 
 export interface RequestRecord {
@@ -131,7 +137,8 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     const url = new URL(req.url ?? '/', 'http://testkit');
     const discovery = discoveryDocument(url.pathname) ?? openApiV3(url.pathname);
     if (discovery !== undefined) return send(req, res, 200, discovery);
-    const path = parseResourcePath(url.pathname);
+    const parsed = parseResourcePath(url.pathname);
+    const path = parsed && options.unserved?.includes(parsed.kind.plural) ? undefined : parsed;
     if (!path)
       return send(
         req,

@@ -232,6 +232,17 @@ export function controllerEndpointSlice(
   return slice;
 }
 
+/** A ServiceCIDR (networking.k8s.io/v1), as kube-apiserver creates `kubernetes` from its range. */
+export function serviceCidr(name: string, cidrs: string[]): KubeObject {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'ServiceCIDR',
+    metadata: { name },
+    spec: { cidrs },
+    status: { conditions: [{ type: 'Ready', status: 'True', reason: '', message: '' }] },
+  };
+}
+
 /** A stable UUID-shaped id for a name, so fixtures are the same on every run. */
 function uidOf(text: string): string {
   let h = 0x811c9dc5;

@@ -122,6 +122,10 @@ const KIND_FIELDS: Record<string, Record<string, Schema>> = {
     ),
   },
   ConfigMap: { data: strMap, binaryData: strMap, immutable: bool },
+  ServiceCIDR: {
+    spec: object({ cidrs: arrayOf(str, { 'x-kubernetes-list-type': 'atomic' }) }),
+    status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+  },
   // sigs.k8s.io/mcs-api v1alpha1: the fields DNS reads.
   ServiceImport: {
     spec: object(

@@ -35,6 +35,8 @@ export const RESOURCE_KINDS: readonly ResourceKind[] = [
   { plural: 'pods', kind: 'Pod', group: '', version: 'v1', namespaced: true, shortNames: ['po'] },
   { plural: 'configmaps', kind: 'ConfigMap', group: '', version: 'v1', namespaced: true, shortNames: ['cm'] },
   { plural: 'endpointslices', kind: 'EndpointSlice', group: 'discovery.k8s.io', version: 'v1', namespaced: true },
+  // GA in 1.33: the blocks Services get their cluster IPs from (the API server creates `kubernetes`).
+  { plural: 'servicecidrs', kind: 'ServiceCIDR', group: 'networking.k8s.io', version: 'v1', namespaced: false },
   // The Multi-Cluster Services API's import (sigs.k8s.io/mcs-api), a CRD in a real cluster.
   {
     plural: 'serviceimports',

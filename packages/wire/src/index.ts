@@ -182,8 +182,8 @@ export {
   type TemplatePatch,
   type Transport,
 } from './response.js';
-export { type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
-export { addressFromReverseName, reverseNameOf } from './reverse-name.js';
+export { deniedZoneOf, type ScannedRecord, type ScannedResponse, scanResponse } from './response-scan.js';
+export { addressFromReverseName, reverseNameOf, reverseZonesOf } from './reverse-name.js';
 export { type AskedQuestion, answerThroughSearch } from './search-answer.js';
 export { type ReplySections, replyFromSections } from './section-reply.js';
 export { chainStages, type Next, type Stage } from './stage.js';

@@ -1,8 +1,9 @@
 import type { Buffer } from 'node:buffer';
-import { FLAG, HEADER_BYTES, QTYPE, RCODE_MASK } from './constants.js';
+import { FLAG, HEADER_BYTES, QTYPE, RCODE, RCODE_MASK } from './constants.js';
 import { QueryFormatError } from './errors.js';
+import { type Fqdn, toFqdn } from './fqdn.js';
 import { wireTtl } from './message.js';
-import { skipName } from './names-on-wire.js';
+import { readName, skipName } from './names-on-wire.js';
 
 export interface ScannedRecord {
   readonly section: 'answer' | 'authority' | 'additional';
@@ -80,4 +81,16 @@ export function scanResponse(msg: Buffer): ScannedResponse {
     records,
     opt,
   };
+}
+
+/**
+ * The zone an authoritative denial speaks for: the owner of the SOA in its authority section
+ * (RFC 2308 §3), lowercased; undefined when the reply is not an authoritative NXDOMAIN with one.
+ * A forwarder that would ask elsewhere after a denial asks this first: a server that names a zone
+ * narrower than the one it was asked for owns that zone, and its denial stands.
+ */
+export function deniedZoneOf(msg: Buffer, scanned: ScannedResponse): Fqdn | undefined {
+  if (scanned.rcode !== RCODE.NXDOMAIN || (scanned.flags & FLAG.AA) === 0) return undefined;
+  const soa = scanned.records.find((r) => r.section === 'authority' && r.type === QTYPE.SOA);
+  return soa ? toFqdn(readName(msg, soa.start).name) : undefined;
 }

@@ -164,4 +164,51 @@ describe('the forward stage, without sockets', () => {
     expect((await ask('9.2.0.192.in-addr.arpa', QTYPE.PTR)).flags.rcode).toBe(RCODE.NOERROR);
     expect(up.sent.map((s) => s.server)).toEqual(['127.0.0.1#10053', '192.0.2.53#53']);
   });
+
+  it('keeps the denial of a zone the cluster owns (a Service CIDR’s reverse zone), never asking upstream', async () => {
+    const soa = (zone: string) => ({
+      name: zone,
+      type: QTYPE.SOA,
+      class: 1,
+      ttl: 30,
+      soa: {
+        primary: 'ns.dns.cluster.local.',
+        admin: 'hostmaster.cluster.local.',
+        serial: 7,
+        refresh: 7200,
+        retry: 1800,
+        expiration: 86400,
+        minimum: 30,
+      },
+    });
+    const denial = (zone: string, authoritative = true) => ({
+      rcode: RCODE.NXDOMAIN,
+      authorities: [soa(zone)],
+      authoritative,
+    });
+    const up = fakeUpstreams((server, name) =>
+      server !== '127.0.0.1#10053'
+        ? { answers: [] }
+        : name.endsWith('.96.10.in-addr.arpa.')
+          ? denial('96.10.in-addr.arpa.')
+          : name.endsWith('.97.10.in-addr.arpa.')
+            ? denial('97.10.in-addr.arpa.', false)
+            : denial('in-addr.arpa.'),
+    );
+    const { ask } = forwardUnderTest(up.options(), ['/in-addr.arpa/127.0.0.1#10053', '192.0.2.53']);
+    // Inside the Service CIDR: the record-builder's NXDOMAIN names 96.10.in-addr.arpa, and stands.
+    expect((await ask('7.0.96.10.in-addr.arpa', QTYPE.PTR)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(up.sent.map((s) => s.server)).toEqual(['127.0.0.1#10053']);
+    // Its SOA at the route's own zone (an address outside every Service CIDR): asked upstream again.
+    expect((await ask('9.2.0.192.in-addr.arpa', QTYPE.PTR)).flags.rcode).toBe(RCODE.NOERROR);
+    // A narrower SOA without AA is no authority's word: asked upstream again too.
+    expect((await ask('7.0.97.10.in-addr.arpa', QTYPE.PTR)).flags.rcode).toBe(RCODE.NOERROR);
+    expect(up.sent.map((s) => s.server)).toEqual([
+      '127.0.0.1#10053',
+      '127.0.0.1#10053',
+      '192.0.2.53#53',
+      '127.0.0.1#10053',
+      '192.0.2.53#53',
+    ]);
+  });
 });

@@ -4,9 +4,11 @@ import {
   clientAddressOf,
   copyRecord,
   copyWithoutOpt,
+  deniedZoneOf,
   FLAG,
   type Fqdn,
   HEADER_BYTES,
+  isInZone,
   minimalAnyReply,
   QTYPE,
   RCODE,
@@ -37,6 +39,17 @@ function askedOn(route: Route, q: UpstreamQuestion): UpstreamQuestion {
 }
 
 /**
+ * An authoritative NXDOMAIN for a zone narrower than the route's (the record-builder's for a
+ * Service CIDR's reverse zone, `96.10.in-addr.arpa.` inside `in-addr.arpa.`): the server owns that
+ * zone, so the name does not exist anywhere and asking the upstreams would only leak it.
+ */
+function deniesOwnZone(raw: Buffer, route: Route): boolean {
+  if ((raw.readUInt16BE(2) & RCODE_MASK) !== RCODE.NXDOMAIN) return false;
+  const zone = deniedZoneOf(raw, scanResponse(raw));
+  return zone !== undefined && zone !== route.domain && isInZone(zone, route.domain);
+}
+
+/**
  * Resolves one question through its route (looked up once, by the caller): reverse names the
  * cluster does not know fall through to the upstreams, and a CNAME that leaves the route's domain
  * without an answer (an ExternalName service) is chased through the target's own route, the chain
@@ -57,7 +70,8 @@ export async function resolveQuestion(
   if (
     route.fallsThrough &&
     (rcode === RCODE.NXDOMAIN || rcode === RCODE.REFUSED) &&
-    routes.upstream.servers.length > 0
+    routes.upstream.servers.length > 0 &&
+    !deniesOwnZone(raw, route)
   ) {
     route = routes.upstream;
     raw = await forwardQuery(serversInTurn(route), askedOn(route, q), options, route);
