@@ -10,16 +10,23 @@ export class ApiRequestError extends ClusterDnsError {
     readonly path: string,
     readonly status: number | undefined,
     message: string,
-    options: { cause?: unknown } = {},
+    options: { cause?: unknown; retryAfterMs?: number | undefined } = {},
   ) {
     super('API_REQUEST_FAILED', `${path}: ${message}`, {
-      ...options,
+      cause: options.cause,
       hint:
         status === 401 || status === 403
           ? 'check the ServiceAccount token and that the ClusterRole grants list and watch on this resource'
           : undefined,
     });
+    this.retryAfterMs = options.retryAfterMs;
   }
+
+  /**
+   * How long the server asked us to wait (its Retry-After: a 429 while its watch cache
+   * initializes, KEP-4568, or from API Priority and Fairness; a 503), or undefined.
+   */
+  readonly retryAfterMs: number | undefined;
 
   /** 410 Gone: the resourceVersion or continue token is too old; list again from now. */
   get expired(): boolean {
@@ -72,7 +79,17 @@ async function statusError(path: string, response: Awaited<ReturnType<typeof fet
   } catch {
     // Not a Status object (a proxy's error page, say): the HTTP status says enough.
   }
-  return new ApiRequestError(path, response.status, message);
+  return new ApiRequestError(path, response.status, message, {
+    retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+  });
+}
+
+/** Retry-After in seconds or as an HTTP date (RFC 9110 §10.2.3), as milliseconds from now. */
+function retryAfterMs(header: string | null): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
 /**

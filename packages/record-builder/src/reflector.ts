@@ -49,6 +49,9 @@ export interface Reflector {
   stop(): void;
 }
 
+/** The longest Retry-After obeyed as given; a longer one (a misconfigured proxy's) is cut to this. */
+const RETRY_AFTER_MAX_MS = 60_000;
+
 const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
 /**
@@ -185,8 +188,24 @@ export function createReflector(options: ReflectorOptions): Reflector {
         }
         if (error instanceof ApiRequestError && error.expired) relist = 'expired';
         else if (relist === undefined && version === '') relist = 'error';
-        const retryInMs = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.min(failures - 1, 16));
         hooks.onError(error);
+        // The server says when to come back (a 429 while its watch cache warms, KEP-4568): that
+        // long, no sooner, and no later either: our own doubling would leave DNS behind by up to
+        // retryMaxMs after the API is back. It is the server's load, not our failure to count.
+        const asked = error instanceof ApiRequestError ? error.retryAfterMs : undefined;
+        if (asked !== undefined) {
+          failures--;
+          const retryInMs = Math.min(Math.max(asked, options.retryBaseMs), RETRY_AFTER_MAX_MS);
+          log.info('the API server asks to retry later; serving the last known state', {
+            path,
+            status: (error as ApiRequestError).status,
+            synced,
+            retryInMs,
+          });
+          await pause(retryInMs);
+          continue;
+        }
+        const retryInMs = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.min(failures - 1, 16));
         log.warn('watch failed; serving the last known state', { path, err: error, synced, retryInMs });
         await pause(retryInMs);
       }

@@ -48,6 +48,8 @@ export interface RequestRecord {
   path: string;
   watch: boolean;
   status: number;
+  /** When it was answered (performance.now()). */
+  atMs: number;
 }
 
 /** A Kubernetes API server for tests and the demo: list, get, watch, create, replace, delete. */
@@ -76,8 +78,12 @@ export interface ApiFaults {
   dropWatches(options?: { abrupt?: boolean }): void;
   /** Forgets the event history: the next watch from an old version gets 410 Gone. */
   forgetHistory(): void;
-  /** Answers the next `count` list/watch requests with this HTTP status and a Status object. */
-  failRequests(status: number, count: number): void;
+  /**
+   * Answers the next `count` list/watch requests with this HTTP status and a Status object; with
+   * `retryAfterSeconds`, a Retry-After header too, as kube-apiserver's 429 while its watch cache
+   * (re)initializes (KEP-4568) or under API Priority and Fairness.
+   */
+  failRequests(status: number, count: number, options?: { retryAfterSeconds?: number }): void;
   /**
    * Cuts the next `count` list responses: the status and the first half of the body, then the
    * connection is reset (as a load balancer or a crashing API server does mid-transfer).
@@ -108,7 +114,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
   const requests: RequestRecord[] = [];
   const watches = new Set<http.ServerResponse>();
   const sockets = new Set<import('node:net').Socket>();
-  let failures: { status: number; count: number } | undefined;
+  let failures: { status: number; count: number; retryAfterSeconds: number | undefined } | undefined;
   let slowWatchers = 0;
   let delayMs = 0;
   let listsToCut = 0;
@@ -125,11 +131,18 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
 
   /** Logs a request as answered with `status` (`requests`, for tests to read). */
   const record = (req: http.IncomingMessage, status: number, watch: boolean) =>
-    requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch, status });
+    requests.push({ method: req.method ?? 'GET', path: req.url ?? '', watch, status, atMs: performance.now() });
 
-  const send = (req: http.IncomingMessage, res: http.ServerResponse, code: number, body: unknown, watch = false) => {
+  const send = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    code: number,
+    body: unknown,
+    watch = false,
+    headers: Record<string, string> = {},
+  ) => {
     record(req, code, watch);
-    res.writeHead(code, { 'content-type': 'application/json' });
+    res.writeHead(code, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify(body));
   };
 
@@ -148,7 +161,12 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
       );
     if (failures && failures.count > 0) {
       failures.count--;
-      return send(req, res, failures.status, status(failures.status, 'InternalError', 'injected failure'));
+      const after = failures.retryAfterSeconds;
+      const body =
+        failures.status === 429
+          ? status(429, 'TooManyRequests', 'storage is (re)initializing')
+          : status(failures.status, 'InternalError', 'injected failure');
+      return send(req, res, failures.status, body, false, after === undefined ? {} : { 'retry-after': String(after) });
     }
     const method = req.method ?? 'GET';
     if (method === 'GET') {
@@ -524,8 +542,8 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
         }
       },
       forgetHistory: () => store.compact(),
-      failRequests: (code, count) => {
-        failures = { status: code, count };
+      failRequests: (code, count, failOptions = {}) => {
+        failures = { status: code, count, retryAfterSeconds: failOptions.retryAfterSeconds };
       },
       cutLists: (count) => {
         listsToCut = count;
