@@ -70,9 +70,19 @@ export async function startNodeCache(values: NodeCacheValues, deps: NodeCacheDep
   const server = new ServerCore({ log, lameduckMs: 0, lameduck: 'always' });
   const { closers } = server;
   // Ours are closed by then: a bind that fails means a newer instance took over (SO_REUSEPORT).
+  /**
+   * Whether another instance (a hand-over's newer one) serves the local IPs. Ours may linger a
+   * moment after our lanes exit, on a loaded node, so in use means in use throughout a second:
+   * free at any look, and no one serves. A real successor holds the port the whole time.
+   */
   const anotherServes = async () => {
-    for (const ip of plan.listenAddresses) if (await udpPortInUse(ip, plan.port)) return true;
-    return false;
+    for (let look = 0; look < 10; look++) {
+      let inUse = false;
+      for (const ip of plan.listenAddresses) if (await udpPortInUse(ip, plan.port)) inUse = true;
+      if (!inUse) return false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return true;
   };
   let forwarder: Launched | undefined;
   try {
