@@ -52,14 +52,16 @@ export interface ApiClient {
     onItem: (object: KubernetesObject) => void,
   ): Promise<ListPage>;
   /**
-   * Watches from `resourceVersion`; `onEvent` gets each event, `onDone` the end of the stream:
+   * Watches from `resourceVersion`, or with `sendInitialEvents` streams the current state first as
+   * ADDED events ended by a bookmark annotated `k8s.io/initial-events-end` (WatchList, KEP-3157;
+   * client-go's default since 1.35); `onEvent` gets each event, `onDone` the end of the stream:
    * undefined for a clean end, an error named TimeoutError after WATCH_IDLE_TIMEOUT_MS without a
    * byte, else the failure. Resolves once the watch is open (or has failed, after `onDone`), with a
    * function that stops it.
    */
   watch(
     path: string,
-    params: { resourceVersion: string },
+    params: { resourceVersion: string; sendInitialEvents?: boolean },
     onEvent: (type: WatchEventType, object: KubernetesObject) => void,
     onDone: (error: unknown) => void,
   ): Promise<() => void>;
@@ -140,6 +142,10 @@ export function createApiClient(kubeConfig: KubeConfig): ApiClient {
       url.searchParams.set('watch', 'true');
       url.searchParams.set('resourceVersion', params.resourceVersion);
       url.searchParams.set('allowWatchBookmarks', 'true');
+      if (params.sendInitialEvents) {
+        url.searchParams.set('sendInitialEvents', 'true');
+        url.searchParams.set('resourceVersionMatch', 'NotOlderThan');
+      }
       const controller = new AbortController();
       let timer: ReturnType<typeof setTimeout> | undefined;
       let ended = false;

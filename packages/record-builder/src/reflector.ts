@@ -37,6 +37,8 @@ export interface ReflectorOptions {
    * nothing, and is tried again on the backoff until the API serves it.
    */
   optional?: string | undefined;
+  /** List by streaming (WatchList) first; default true. Paged lists once the API refuses it. */
+  streamLists?: boolean;
 }
 
 export interface Reflector {
@@ -52,12 +54,16 @@ export interface Reflector {
 /** The longest Retry-After obeyed as given; a longer one (a misconfigured proxy's) is cut to this. */
 const RETRY_AFTER_MAX_MS = 60_000;
 
+/** The annotation of the bookmark that ends a streaming list's initial events (KEP-3157). */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
 const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
 /**
- * client-go's reflector, on client-node's public pieces: list in pages (applying each page as it
- * comes, so a relist never holds two copies of the cluster and never empties the store), then
- * watch from the list's resourceVersion; re-watch from the last version after a clean end or an
+ * client-go's reflector, on client-node's public pieces: list by streaming (WatchList, one watch
+ * that sends the state first) or, where the API server refuses that, in pages (applying each
+ * object as it comes, so a relist never holds two copies of the cluster and never empties the
+ * store), then watch from the list's resourceVersion; re-watch from the last version after a clean end or an
  * error, relist after 410 Gone. Failures back off (capped) and the last known state stays.
  * Unchanged objects (same resourceVersion) are not re-applied on a relist.
  */
@@ -97,34 +103,63 @@ export function createReflector(options: ReflectorOptions): Reflector {
     hooks.onEvent('delete', process.hrtime.bigint() - t0);
   };
 
-  const list = async () => {
+  /** The objects of one list as they come, applied only when changed; then what it did not see goes. */
+  const listing = () => {
     const seen = new Set<string>();
+    return {
+      item: (object: KubernetesObject) => {
+        const key = keyOf(object);
+        seen.add(key);
+        const before = known.get(key);
+        if (before === undefined) apply(object, 'add');
+        else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
+      },
+      end: () => {
+        for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
+      },
+    };
+  };
+
+  const list = async () => {
     // Each object is applied as the page's bytes bring it (listPage's onItem), so a relist never
     // holds a whole page, let alone two copies of the cluster, and never empties the store.
-    const onItem = (object: KubernetesObject) => {
-      const key = keyOf(object);
-      seen.add(key);
-      const before = known.get(key);
-      if (before === undefined) apply(object, 'add');
-      else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
-    };
+    const { item: onItem, end } = listing();
     let page = await api.listPage(path, { limit: options.pageSize }, onItem);
     const listVersion = page.resourceVersion;
     while (!stopped && page.continueToken)
       page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken }, onItem);
     if (stopped) return;
-    for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
+    end();
     version = listVersion;
   };
 
-  /** One watch until it ends; resolves with why it ended. */
-  const watch = () =>
-    new Promise<{ error: unknown; expired: boolean }>((resolve) => {
+  /**
+   * One watch until it ends; resolves with why it ended. With `listed`, it is a streaming list
+   * (WatchList): the state comes first as ADDED events, applied as a list's items are, and the
+   * bookmark annotated `k8s.io/initial-events-end` ends the list (`listed` is called, the rest of
+   * the stream is the watch). One request instead of a list and a watch, the state never held
+   * whole, and no list served from etcd.
+   */
+  const watch = (listed?: () => void) =>
+    new Promise<{ error: unknown; expired: boolean; listing: boolean }>((resolve) => {
       let expired = false;
       let ended = false;
+      let initial = listed ? listing() : undefined;
       const onEvent = (type: WatchEventType, object: KubernetesObject) => {
         if (type === 'ERROR') {
           expired = (object as { code?: number }).code === 410;
+          return;
+        }
+        if (initial) {
+          if (type === 'ADDED') initial.item(object);
+          else if (type === 'BOOKMARK' && object.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
+            initial.end();
+            initial = undefined;
+            version = object.metadata?.resourceVersion || version;
+            failures = 0;
+            listed?.();
+            hooks.onWatching();
+          }
           return;
         }
         if (type === 'ADDED' || type === 'MODIFIED') apply(object, known.has(keyOf(object)) ? 'update' : 'add');
@@ -138,37 +173,64 @@ export function createReflector(options: ReflectorOptions): Reflector {
         ended = true;
         stopWatch = undefined;
         const gone = error instanceof ApiRequestError && error.expired;
-        resolve({ error: (error as Error)?.name === 'TimeoutError' ? undefined : error, expired: expired || gone });
+        resolve({
+          error: (error as Error)?.name === 'TimeoutError' ? undefined : error,
+          expired: expired || gone,
+          listing: initial !== undefined,
+        });
       };
-      api.watch(path, { resourceVersion: version }, onEvent, onDone).then(
+      const params = listed ? { resourceVersion: '', sendInitialEvents: true } : { resourceVersion: version };
+      api.watch(path, params, onEvent, onDone).then(
         (stop) => {
           // Resolved after a refused request too, once onDone has run.
           if (stopped) stop();
           else if (!ended) {
             stopWatch = stop;
-            hooks.onWatching();
+            if (!listed) hooks.onWatching();
           }
         },
-        (error: unknown) => resolve({ error, expired: false }),
+        (error: unknown) => resolve({ error, expired: false, listing: initial !== undefined }),
       );
     });
 
   const run = async () => {
     let relist: 'start' | 'expired' | 'error' | undefined = 'start';
+    let streamLists = options.streamLists ?? true;
+    /** The relist under way was counted already (a streaming list refused, now paged). */
+    let counted = false;
+    const listed = () => {
+      relist = undefined;
+      if (!synced) {
+        log.info('synced', { path, objects: known.size });
+        hooks.onSynced(known.size);
+      }
+      synced = true;
+    };
     while (!stopped) {
       try {
-        if (relist) {
+        let ended: Awaited<ReturnType<typeof watch>>;
+        if (relist && streamLists) {
           hooks.onRelist(relist);
-          await list();
+          ended = await watch(listed);
           if (stopped) return;
-          relist = undefined;
-          if (!synced) {
-            log.info('synced', { path, objects: known.size });
-            hooks.onSynced(known.size);
+          // An API server before WatchList refuses its parameters (400 or 422): paged lists, from now on.
+          const status = ended.error instanceof ApiRequestError ? ended.error.status : undefined;
+          if (ended.listing && (status === 400 || status === 422)) {
+            log.info('the API server does not stream lists (WatchList); listing in pages', { path, status });
+            streamLists = false;
+            counted = true;
+            continue;
           }
-          synced = true;
+        } else {
+          if (relist) {
+            if (!counted) hooks.onRelist(relist);
+            counted = false;
+            await list();
+            if (stopped) return;
+            listed();
+          }
+          ended = await watch();
         }
-        const ended = await watch();
         if (stopped) return;
         if (ended.expired) {
           log.info('watch expired (410 Gone); listing again', { path });

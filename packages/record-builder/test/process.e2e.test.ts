@@ -151,11 +151,32 @@ describe('record-builder as a process', () => {
     expect(rb.api.requests.some((r) => r.path.startsWith('/api/v1/endpoints'))).toBe(true);
   });
 
-  it('lists a large cluster in pages of 500 and misses nothing', async () => {
+  it('lists by streaming where the API offers it (WatchList): the state, then the changes, on one request', async () => {
     const services = Array.from({ length: 1203 }, (_, i) =>
       fixtures.service('big', `s${i}`, { clusterIPs: [`10.97.${i >> 8}.${i & 255}`] }),
     );
     const rb = await startRecordBuilder(services);
+    const asked = () => rb.api.requests.filter((r) => r.path.startsWith('/api/v1/services'));
+    expect(asked()).toHaveLength(1);
+    expect(asked()[0]).toMatchObject({ watch: true, status: 200 });
+    expect(asked()[0]?.path).toMatch(/sendInitialEvents=true/);
+    expect(asked()[0]?.path).toMatch(/resourceVersionMatch=NotOlderThan/);
+    expect(rb.proc.ready.services).toBe(1203);
+    expect(await rb.resolver.resolve4('s1202.big.svc.cluster.local')).toEqual(['10.97.4.178']);
+    // The same stream goes on as the watch: a change comes with no second request.
+    rb.api.apply(fixtures.service('big', 'later', { clusterIPs: ['10.97.9.9'] }));
+    await waitFor(async () => (await rb.resolver.resolve4('later.big.svc.cluster.local')).includes('10.97.9.9'), {
+      what: 'a change after the streamed list',
+    });
+    expect(asked()).toHaveLength(1);
+  });
+
+  it('lists a large cluster in pages of 500 where the API does not stream lists, and misses nothing', async () => {
+    const services = Array.from({ length: 1203 }, (_, i) =>
+      fixtures.service('big', `s${i}`, { clusterIPs: [`10.97.${i >> 8}.${i & 255}`] }),
+    );
+    const rb = await startRecordBuilder(services, [], { api: { watchList: false } });
+    await rb.proc.waitForLog((l) => l.msg === 'the API server does not stream lists (WatchList); listing in pages');
     const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
     expect(lists.map((r) => /limit=(\d+)/.exec(r.path)?.[1])).toEqual(['500', '500', '500']);
     expect(lists.filter((r) => r.path.includes('continue='))).toHaveLength(2);

@@ -65,14 +65,22 @@ describe('record-builder process follows the API and survives its faults', () =>
       await waitFor(() => rb.api.openWatches() === 3, { what: 'every watch' });
       rb.api.faults.dropWatches({ abrupt: true });
       rb.api.apply(fixtures.service('shop', 'new', { clusterIPs: ['10.96.10.99'] }));
+      rb.api.remove('Service', 'data', 'pg');
       rb.api.faults.forgetHistory();
       await waitFor(async () => (await rb.resolver.resolve4(`new.shop.${Z}`)).includes('10.96.10.99'), {
         what: 'the change made during the outage',
         timeoutMs: 15_000,
       });
+      // And the deletion: the relist dropped what it did not see.
+      await waitFor(async () => (await rb.query(`pg.data.${Z}`, QTYPE.SRV)).flags.rcode === RCODE.NXDOMAIN, {
+        what: 'the Service deleted during the outage gone',
+      });
       await probe.stop();
       expect([...probe.seen.keys()]).toEqual([RCODE.NOERROR]);
-      const lists = rb.api.requests.filter((r) => !r.watch && r.path.startsWith('/api/v1/services'));
+      // Listed again after the 410, by streaming (WatchList) as at the start.
+      const lists = rb.api.requests.filter(
+        (r) => r.path.startsWith('/api/v1/services') && r.path.includes('sendInitialEvents=true'),
+      );
       expect(lists.length).toBeGreaterThanOrEqual(2);
       // Each watch resumes on its own backoff: the EndpointSlices' relist may come after the
       // Services' change is seen (a CI run read the metrics in between).
@@ -99,12 +107,12 @@ describe('record-builder process follows the API and survives its faults', () =>
     },
   );
 
-  it('lists again after a list cut mid-body, applying what it read and removing nothing it did not', async () => {
+  it('lists again after a paged list cut mid-body, applying what it read and removing nothing it did not', async () => {
     // Enough objects that half a page holds some of them whole: those are applied as they arrive.
     const extra = Array.from({ length: 40 }, (_, i) =>
       fixtures.service('shop', `svc-${i}`, { clusterIPs: [`10.96.20.${i + 1}`] }),
     );
-    const rb = await startRecordBuilder([...base(), ...extra]);
+    const rb = await startRecordBuilder([...base(), ...extra], [], { api: { watchList: false } });
     const probe = watchRcodes(rb, `svc-39.shop.${Z}`);
     // Services, EndpointSlices and ServiceCIDRs.
     await waitFor(() => rb.api.openWatches() === 3, { what: 'every watch' });

@@ -41,6 +41,12 @@ export interface ApiServerOptions {
    * not read it.
    */
   unserved?: readonly string[];
+  /**
+   * Streaming lists (WatchList, KEP-3157: a watch with `sendInitialEvents=true`, GA in 1.34): served
+   * by default; false plays an API server before them, which refuses `resourceVersionMatch` on a
+   * watch (400), as client-go's fallback to paged lists expects.
+   */
+  watchList?: boolean;
 }
 
 export interface RequestRecord {
@@ -268,7 +274,47 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     const fromText = params.get('resourceVersion') ?? '';
     const from = Number(fromText || '0');
     const backlog: Array<{ type: string; object: KubeObject }> = [];
-    if (from === 0) {
+    const initialEvents = params.get('sendInitialEvents');
+    const versionMatch = params.get('resourceVersionMatch');
+    if (versionMatch !== null && options.watchList === false)
+      return send(req, res, 400, status(400, 'BadRequest', 'resourceVersionMatch is forbidden for watch'), true);
+    if (initialEvents === 'true') {
+      // kube-apiserver's validation of a streaming list, then the state as ADDED events and the
+      // bookmark that ends them (its resourceVersion is the list's).
+      if (params.get('allowWatchBookmarks') !== 'true' || versionMatch !== 'NotOlderThan')
+        return send(
+          req,
+          res,
+          422,
+          status(
+            422,
+            'Invalid',
+            'sendInitialEvents requires allowWatchBookmarks=true and resourceVersionMatch=NotOlderThan',
+          ),
+          true,
+        );
+      for (const o of store.list(path.kind).filter(match)) backlog.push({ type: 'ADDED', object: o });
+      backlog.push({
+        type: 'BOOKMARK',
+        object: {
+          kind: path.kind.kind,
+          apiVersion: apiVersionOf(path.kind),
+          metadata: {
+            name: '',
+            resourceVersion: String(store.resourceVersion),
+            annotations: { 'k8s.io/initial-events-end': 'true' },
+          },
+        },
+      });
+    } else if (versionMatch !== null) {
+      return send(
+        req,
+        res,
+        422,
+        status(422, 'Invalid', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'),
+        true,
+      );
+    } else if (from === 0) {
       // "Any" version: the current state as ADDED events, then changes (as kube-apiserver does).
       for (const o of store.list(path.kind).filter(match)) backlog.push({ type: 'ADDED', object: o });
     } else {
