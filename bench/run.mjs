@@ -1,6 +1,6 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11,12] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11,12,13] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
 // beside ours, interleaved in the same rounds (cases 1 and 3), and under the same attacks (case
 // 10): "no regression" and "before" are measured, not remembered.
@@ -35,6 +35,7 @@ import {
   withSelfOn,
   writeQueryFile,
 } from './lib.mjs';
+import { runListing } from './listing.mjs';
 import { runNodeCacheFootprint } from './node-cache-footprint.mjs';
 import { runPropagation } from './push.mjs';
 import { runScale, runSizing } from './scale.mjs';
@@ -300,6 +301,9 @@ if (want(10))
 
 // ---- case 12: server-side search (autopath): queries per lookup and cold latency from real pods (bench/autopath.mjs)
 if (want(12)) await runAutopath({ row, notes, quick });
+
+// ---- case 13: the record-builder's start at 5,000-node counts, streamed lists vs paged (bench/listing.mjs)
+if (want(13)) await runListing({ row, notes, rounds: quick ? 1 : 2 });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);

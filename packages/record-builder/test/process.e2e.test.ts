@@ -162,6 +162,8 @@ describe('record-builder as a process', () => {
     expect(asked()[0]?.path).toMatch(/sendInitialEvents=true/);
     expect(asked()[0]?.path).toMatch(/resourceVersionMatch=NotOlderThan/);
     expect(rb.proc.ready.services).toBe(1203);
+    // Every Service went down that one stream (bench case 13 reads this counter): ~200 octets each.
+    expect(rb.api.bytesSent()).toBeGreaterThan(1203 * 200);
     expect(await rb.resolver.resolve4('s1202.big.svc.cluster.local')).toEqual(['10.97.4.178']);
     // The same stream goes on as the watch: a change comes with no second request.
     rb.api.apply(fixtures.service('big', 'later', { clusterIPs: ['10.97.9.9'] }));

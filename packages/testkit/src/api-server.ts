@@ -72,6 +72,8 @@ export interface TestApiServer {
   openWatches(): number;
   /** Watches closed because their client fell too far behind. */
   slowWatchersClosed(): number;
+  /** Octets written to clients so far (headers, chunking and bodies): what a list or a watch costs the API. */
+  bytesSent(): number;
   faults: ApiFaults;
   close(): Promise<void>;
 }
@@ -130,9 +132,13 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     if (delayMs > 0) setTimeout(finish, delayMs);
     else finish();
   });
+  let closedBytes = 0;
   server.on('connection', (socket) => {
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      closedBytes += socket.bytesWritten;
+      sockets.delete(socket);
+    });
   });
 
   /** Logs a request as answered with `status` (`requests`, for tests to read). */
@@ -580,6 +586,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Te
     writeKubeconfig: (file) => writeFile(file, kubeconfigYaml()),
     openWatches: () => watches.size,
     slowWatchersClosed: () => slowWatchers,
+    bytesSent: () => [...sockets].reduce((n, s) => n + s.bytesWritten, closedBytes),
     faults: {
       dropWatches: (dropOptions = {}) => {
         for (const w of watches) {
