@@ -26,6 +26,9 @@ const NODE_IP = '192.0.2.1';
 const OUTSIDE = {
   'www.example.org.': [{ type: 1, address: '192.0.2.80' }],
   '80.2.0.192.in-addr.arpa.': [{ type: 12, target: 'www.example.org.' }],
+  // An address of the cluster's Service CIDR (manifests/demo's ServiceCIDR) the Internet answers
+  // too: a leak would show this name (kubernetes/kubernetes#120585).
+  '77.0.96.10.in-addr.arpa.': [{ type: 12, target: 'leaked.example.org.' }],
 };
 
 const unavailable = netnsUnavailable() ?? (hasCommand('dig') ? undefined : 'dig is not installed');
@@ -94,11 +97,15 @@ describe.skipIf(unavailable)('a CoreDNS Pod replaced, from kubeadm’s default C
     expect(answer.split(/\s+/).slice(0, 4)).toEqual(['kubernetes.default.svc.cluster.local.', '30', 'IN', 'A']);
   });
 
-  it('answers outside names from resolv.conf’s nameserver, and reverse names it does not know by falling through', async () => {
+  it('answers outside names from resolv.conf’s nameserver, and reverse names it does not know by falling through (but a Service CIDR’s)', async () => {
     expect(await dig('@127.0.0.1', '+short', 'www.example.org')).toBe('192.0.2.80');
     expect(await dig('@127.0.0.1', '+short', '-x', '10.96.0.1')).toBe('kubernetes.default.svc.cluster.local.');
     // fallthrough in-addr.arpa: the cluster has no such address, the upstream does.
     expect(await dig('@127.0.0.1', '+short', '-x', '192.0.2.80')).toBe('www.example.org.');
+    // Not for an unused address of a Service CIDR: that zone is the cluster's, its NXDOMAIN stands.
+    expect(await dig('@127.0.0.1', '-x', '10.96.0.77')).toMatch(
+      /status: NXDOMAIN[\s\S]*96\.10\.in-addr\.arpa\.\s+\d+\s+IN\s+SOA/,
+    );
     // No fallthrough in the cluster zone: a name it does not have is NXDOMAIN, not asked outside.
     expect(await dig('@127.0.0.1', 'nothere.default.svc.cluster.local')).toContain('status: NXDOMAIN');
   });
