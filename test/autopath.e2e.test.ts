@@ -24,11 +24,13 @@ import {
   RCODE,
 } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { autopathArgs } from './support/kustomize.js';
 import { baseCluster, type Stack, startStack } from './support/stack.js';
 
-// Server-side search through the real processes on loopback: testkit's API server with pods, the
-// record-builder watching them (--pods=verified, its client map), the Pod's forwarder with
-// --autopath, and a node cache in front. Pods are told apart by their source address in
+// Server-side search through the real processes on loopback, switched on as an operator does, by
+// components/autopath (its rendered args): testkit's API server with pods, the record-builder
+// watching them (--pods=verified, its client map), the Pod's forwarder with --autopath, and a node
+// cache in front. Pods are told apart by their source address in
 // 127.0.0.0/8, each address a pod's IP in the API server.
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -56,6 +58,14 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
     stack.upstream.queries.filter((q) => q.name.toLowerCase() === `${name}.`).length;
 
   beforeAll(async () => {
+    // What components/autopath adds to the Pod, rendered by kubectl kustomize with the "nodes"
+    // (here the node cache on loopback) given as an operator gives them: the flags run below.
+    const component = await autopathArgs('127.0.0.1/32');
+    expect(component.kubedns).toEqual(['--pods=verified']);
+    expect([...component.dnsmasq].sort()).toEqual([
+      '--autopath=cluster.local',
+      '--trust-client-address-from=127.0.0.1/32',
+    ]);
     metricsPort = await freePort();
     stack = await startStack({
       objects: [
@@ -65,13 +75,8 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
         podWith('testns', 'neighbour', NEIGHBOUR),
         podWith('other', 'explicit', OTHER),
       ],
-      rbArgs: ['--pods=verified'],
-      fwArgs: [
-        '--autopath=cluster.local',
-        '--trust-client-address-from=127.0.0.1/32',
-        `--metrics-port=${metricsPort}`,
-        '--namespace-metrics=1',
-      ],
+      rbArgs: component.kubedns,
+      fwArgs: [...component.dnsmasq, `--metrics-port=${metricsPort}`, '--namespace-metrics=1'],
       upstreamRecords: {
         [`${OUTSIDE}.`]: [{ type: QTYPE.A, address: '192.0.2.10', ttl: 300 }],
         'www.example.org.': [{ type: QTYPE.A, address: '192.0.2.8', ttl: 300 }],

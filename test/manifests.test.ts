@@ -1,11 +1,12 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: the manifests are YAML read at run time; the schema test above types them.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { forwarderFlags, nodeCacheFlags, planNodeLocal } from '@cluster-dns/forwarder';
+import { forwarderFlags, nodeCacheFlags, planNodeLocal, toForwarderOptions } from '@cluster-dns/forwarder';
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
 import { parseFlags, readCorefile } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
 import { runCommand } from '@cluster-dns/testkit';
+import { cidrContains } from '@cluster-dns/wire';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
@@ -18,6 +19,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
+import { argsOf, type Rendered, render } from './support/kustomize.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
@@ -246,5 +248,73 @@ describe('manifests/node-local: NodeLocal DNSCache with the node-cache image', (
       (f) => f.endsWith('.yaml') && f !== 'kustomization.yaml',
     );
     expect([...kustomization.resources].sort()).toEqual(files.sort());
+  });
+});
+
+describe('components/autopath: server-side search switched on in one step', () => {
+  const COMPONENT = 'manifests/components/autopath';
+  // The downward API's $(POD_IP) as the kubelet fills it.
+  const rbOf = (objects: Rendered) =>
+    toRecordBuilderOptions(
+      parseFlags(
+        recordBuilderFlags,
+        argsOf(objects, 'Deployment', 'kubedns').map((a) => a.replace('$(POD_IP)', '10.244.0.5')),
+      ).values,
+    );
+  const fwOf = (objects: Rendered) =>
+    toForwarderOptions(parseFlags(forwarderFlags, argsOf(objects, 'Deployment', 'dnsmasq')).values);
+  const granted = (objects: Rendered) =>
+    [...new Set(objects.find((o) => o.kind === 'ClusterRole')?.rules?.flatMap((r) => r.resources))].sort();
+
+  it('with the Pod and the node caches: pods watched and granted, the walk on both layers, the nodes trusted', async () => {
+    const plain = await render(['manifests/base', 'manifests/node-local']);
+    const objects = await render(['manifests/base', 'manifests/node-local'], [COMPONENT], '192.168.0.0/16');
+    expect(rbOf(plain).pods).toBe('insecure');
+    const rb = rbOf(objects);
+    expect(rb.pods).toBe('verified');
+    // The ClusterRole grants exactly what the args now watch: Pods among them.
+    expect(granted(objects)).toEqual([...new Set(watchedResources(rb))].sort());
+    expect(granted(objects)).toContain('pods');
+    const fw = fwOf(objects);
+    expect(fw.autopath?.zone).toBe('cluster.local.');
+    // The one setting, given once, reaches the flag: the nodes the node caches ask from.
+    expect(argsOf(objects, 'Deployment', 'dnsmasq')).toContain('--trust-client-address-from=192.168.0.0/16');
+    expect(fw.isolation.trustClientAddressFrom.some((c) => cidrContains(c, '192.168.7.1'))).toBe(true);
+    expect(fw.isolation.trustClientAddressFrom.some((c) => cidrContains(c, '10.0.0.1'))).toBe(false);
+    const cache = parseFlags(nodeCacheFlags, argsOf(objects, 'DaemonSet', 'node-cache')).values;
+    expect(cache.autopath).toBe('cluster.local');
+    // The settings are read at build time only: nothing of them is applied to the cluster.
+    expect(objects.some((o) => o.metadata.name === 'autopath-settings')).toBe(false);
+  });
+
+  it('each layer alone: the Pod without node caches, the node caches without the Pod, beside node-local push', async () => {
+    const pod = await render(['manifests/base'], [COMPONENT], '10.0.0.0/8');
+    expect(rbOf(pod).pods).toBe('verified');
+    expect(argsOf(pod, 'Deployment', 'dnsmasq')).toContain('--trust-client-address-from=10.0.0.0/8');
+    const nodes = await render(['manifests/node-local'], [COMPONENT], '10.0.0.0/8');
+    expect(argsOf(nodes, 'DaemonSet', 'node-cache')).toContain('-autopath=cluster.local');
+    const push = await render(
+      ['manifests/overlays/node-local-push', 'manifests/node-local'],
+      [COMPONENT],
+      '10.0.0.0/8',
+    );
+    // Without the setting, kustomize stops and names it.
+    await expect(render(['manifests/base'], [COMPONENT])).rejects.toThrow(/autopath-settings/);
+    const rb = rbOf(push);
+    expect(rb.pods).toBe('verified');
+    expect(rb.nodeCacheDiscovery).toBeDefined();
+    expect(granted(push)).toEqual(
+      [...new Set(watchedResources(rb).map((r) => (r === 'node-caches' ? 'pods' : r)))].sort(),
+    );
+  });
+
+  it('in CoreDNS mode leaves the walk to the Corefile and adds only the trust of the node caches', async () => {
+    const objects = await render(['manifests/overlays/coredns'], [COMPONENT], '172.16.0.0/12');
+    const rbArgs = argsOf(objects, 'Deployment', 'kubedns');
+    expect(rbArgs).not.toContain('--pods=verified');
+    const fwArgs = argsOf(objects, 'Deployment', 'dnsmasq');
+    expect(fwArgs).toEqual(['--trust-client-address-from=172.16.0.0/12', '-conf', '/etc/coredns/Corefile']);
+    expect(fwArgs.some((a) => a.startsWith('--autopath'))).toBe(false);
+    expect(parseFlags(forwarderFlags, fwArgs).values.corefile).toBe('/etc/coredns/Corefile');
   });
 });
