@@ -161,6 +161,26 @@ describe('the shared answer store, two workers over one memory', () => {
     expect(view && b.confirm(view)).toBe(false);
   });
 
+  it('a count overwritten between a reader’s two reads of it is a miss, never an array of its size', () => {
+    const [a, b] = twoWorkers(1_000, 64 * 1024);
+    a.set(entryFor('first.example.org', 0));
+    // Another thread's write lands just after the reader matched the question (the window
+    // between questionAt's read of the counts and the find's): here a garbage TTL count.
+    const reader = b as unknown as {
+      ring32: Int32Array;
+      questionAt: (w: number, ...rest: unknown[]) => number;
+    };
+    const questionAt = reader.questionAt.bind(b);
+    reader.questionAt = (w, ...rest) => {
+      const start = questionAt(w, ...rest);
+      reader.ring32[w + 13] = 1_000_000; // Rec.TtlCount
+      return start;
+    };
+    const { raw, q } = plain('first.example.org');
+    expect(b.findPlain(raw, q)).toBeUndefined();
+    expect(b.lookup(queryOf('first.example.org'))).toBeUndefined();
+  });
+
   it('a writer stopped mid-write (a worker terminated) leaves nothing live, and the ring goes on', () => {
     const [a, b] = twoWorkers(1_000, 64 * 1024);
     a.set(entryFor('before.example.org', 0));

@@ -457,8 +457,18 @@ export class SharedAnswerStore implements AnswerCache {
       if ((flags & DEAD) !== 0) continue;
       const wireStart = this.questionAt(w, hash, octets, nameEnd, dnssecOk);
       if (wireStart < 0) continue;
+      // Read again, and another thread may be overwriting the record between the reads (confirm()
+      // tells the reader later). So the counts are bounded here, before they size an array or a
+      // view: a torn count once made a lane grow an array to the heap's limit (a fatal OOM).
       const ttlCount = ring32[w + Rec.TtlCount] as number;
       const wireBytes = ring32[w + Rec.WireBytes] as number;
+      if (
+        ttlCount < 0 ||
+        wireBytes < nameEnd + 4 ||
+        (w + HEADER_WORDS + ttlCount) * 4 > wireStart ||
+        wireStart + wireBytes > this.ring.length
+      )
+        continue;
       const view = this.view;
       view.wire = this.ringBuffer.subarray(wireStart, wireStart + wireBytes);
       const offsets = view.ttlOffsets;
