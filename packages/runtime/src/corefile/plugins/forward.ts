@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { type Fqdn, isValidName, RCODE, toFqdn } from '@cluster-dns/wire';
 import type { HostPort } from '../../host-port.js';
 import { DirectiveArgs } from '../args.js';
+import { RCODE_BY_NAME } from '../rcode-names.js';
 
 /** DNS over TLS to the upstreams (`forward . tls://…`): whom to expect and what to trust. */
 export interface ForwardTls {
@@ -51,19 +52,10 @@ export interface ForwardConfig {
   readonly line: number;
 }
 
-const RCODES: Readonly<Record<string, number>> = {
-  NOERROR: RCODE.NOERROR,
-  FORMERR: RCODE.FORMERR,
-  SERVFAIL: RCODE.SERVFAIL,
-  NXDOMAIN: RCODE.NXDOMAIN,
-  NOTIMP: RCODE.NOTIMP,
-  REFUSED: RCODE.REFUSED,
-  YXDOMAIN: 6,
-  YXRRSET: 7,
-  NXRRSET: 8,
-  NOTAUTH: 9,
-  NOTZONE: 10,
-};
+/** The rcodes `failover` takes: the table's names up to NOTZONE (10). */
+const RCODES: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries(RCODE_BY_NAME).filter(([, code]) => code <= 10),
+);
 
 const rcodesOf = (s: DirectiveArgs, what: string): number[] => {
   if (s.directive.args.length === 0) s.fail(`${what} needs at least one rcode`);

@@ -1,6 +1,7 @@
 import { Buffer } from 'node:buffer';
 import { classFromText, QTYPE, typeFromName } from '@cluster-dns/wire';
 import type { DirectiveArgs } from '../args.js';
+import { RCODE_BY_NAME } from '../rcode-names.js';
 import { goRegex } from './errors.js';
 
 export type NameMatch = 'exact' | 'prefix' | 'suffix' | 'substring' | 'regex';
@@ -83,29 +84,8 @@ export type RewriteRule = NameRule | QuestionFieldRule | TtlRule | RcodeRule | E
 
 const MATCHES: readonly NameMatch[] = ['exact', 'prefix', 'suffix', 'substring', 'regex'];
 
-/** CoreDNS's `dns.StringToRcode`, and numbers up to 23. */
-const RCODES: Readonly<Record<string, number>> = {
-  NOERROR: 0,
-  FORMERR: 1,
-  SERVFAIL: 2,
-  NXDOMAIN: 3,
-  NOTIMP: 4,
-  REFUSED: 5,
-  YXDOMAIN: 6,
-  YXRRSET: 7,
-  NXRRSET: 8,
-  NOTAUTH: 9,
-  NOTZONE: 10,
-  BADSIG: 16,
-  BADVERS: 16,
-  BADKEY: 17,
-  BADTIME: 18,
-  BADMODE: 19,
-  BADNAME: 20,
-  BADALG: 21,
-  BADTRUNC: 22,
-  BADCOOKIE: 23,
-};
+/** CoreDNS's `dns.StringToRcode`, with BADVERS (16) by its name too, and numbers up to 23. */
+const RCODES: Readonly<Record<string, number>> = { ...RCODE_BY_NAME, BADVERS: 16 };
 
 const VARIABLES = ['qname', 'qtype', 'client_ip', 'client_port', 'protocol'] as const;
 

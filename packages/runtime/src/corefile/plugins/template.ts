@@ -1,6 +1,7 @@
 import { classFromText, type Fqdn, RCODE, typeFromText } from '@cluster-dns/wire';
 import type { DirectiveArgs } from '../args.js';
 import { type CompiledTemplate, compileTemplate, type KnownFields, TemplateSyntaxError } from '../go-template.js';
+import { RCODE_BY_NAME } from '../rcode-names.js';
 import { goRegex } from './errors.js';
 
 /** One `template CLASS TYPE [ZONE...] { … }` (coredns/coredns plugin/template). */
@@ -37,28 +38,6 @@ export const TEMPLATE_FIELDS: KnownFields = {
   Var: true,
   Question: { Name: true, Qtype: true, Qclass: true },
   Message: { Id: true, Question: true, Rcode: true, Opcode: true },
-};
-
-const RCODES: Readonly<Record<string, number>> = {
-  NOERROR: RCODE.NOERROR,
-  FORMERR: RCODE.FORMERR,
-  SERVFAIL: RCODE.SERVFAIL,
-  NXDOMAIN: RCODE.NXDOMAIN,
-  NOTIMP: RCODE.NOTIMP,
-  REFUSED: RCODE.REFUSED,
-  YXDOMAIN: 6,
-  YXRRSET: 7,
-  NXRRSET: 8,
-  NOTAUTH: 9,
-  NOTZONE: 10,
-  BADSIG: 16,
-  BADKEY: 17,
-  BADTIME: 18,
-  BADMODE: 19,
-  BADNAME: 20,
-  BADALG: 21,
-  BADTRUNC: 22,
-  BADCOOKIE: 23,
 };
 
 /** `class`: Go's dns.StringToClass (IN, CH, HS, NONE, ANY). */
@@ -121,7 +100,7 @@ export function setupTemplate(a: DirectiveArgs): TemplateConfig {
         break;
       case 'rcode': {
         const [raw] = s.count(1, 1, 'rcode RCODE');
-        const code = RCODES[raw as string];
+        const code = RCODE_BY_NAME[raw as string];
         if (code === undefined) s.fail(`unknown rcode ${raw}`);
         rcode = code;
         break;
