@@ -3,11 +3,9 @@
 // resource that brings the state) and by paged lists (an API server before WatchList), the two
 // interleaved. What the API sends, how many requests, and the record-builder's peak RSS to ready.
 import { readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
-import { join } from 'node:path';
-import { fixtures, startApiServer } from '@cluster-dns/testkit';
-import { cpuSeconds, ROOT, recordBuilderArgs, round, rssTreeMiB, SCRATCH, SERVER_CORE, startOurs } from './lib.mjs';
-import { clusterObjects, manifestNodeOptions } from './scale.mjs';
+import { fixtures } from '@cluster-dns/testkit';
+import { round, rssTreeMiB, SERVER_CORE } from './lib.mjs';
+import { clusterObjects, startRecordBuilder } from './scale.mjs';
 
 const NODES = 5000;
 
@@ -31,18 +29,11 @@ export async function runListing({ row, notes, rounds = 2 }) {
   const objects = [...clusterObjects(), ...nodeCachePods()];
   for (let r = 1; r <= rounds; r++)
     for (const streaming of [true, false]) {
-      const api = await startApiServer({ objects, historyLimit: 1000, watchList: streaming });
-      const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-listing-')), 'kubeconfig');
-      await api.writeKubeconfig(kubeconfig);
-      const sentBefore = api.bytesSent();
       // --pods=verified: every Pod is listed and watched too (the node caches' among them).
-      const rb = await startOurs(
-        'record-builder',
-        [...recordBuilderArgs(kubeconfig), '--pods=verified'],
-        String(SERVER_CORE),
-        { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? manifestNodeOptions() },
-        join(ROOT, 'packages/record-builder/bundle/main.js'),
-      );
+      const { api, rb, cpuToReadyS } = await startRecordBuilder(objects, String(SERVER_CORE), undefined, {
+        api: { watchList: streaming },
+        args: ['--pods=verified'],
+      });
       try {
         row(
           `13. start at ${NODES.toLocaleString('en')} nodes: ${streaming ? 'streamed lists (WatchList)' : 'paged lists'}`,
@@ -50,8 +41,8 @@ export async function runListing({ row, notes, rounds = 2 }) {
           {
             round: r,
             readyS: round(rb.readyMs / 1000, 2),
-            cpuToReadyS: round(cpuSeconds(rb.pid), 2),
-            apiMiBSent: round((api.bytesSent() - sentBefore) / 1048576, 1),
+            cpuToReadyS: round(cpuToReadyS, 2),
+            apiMiBSent: round(api.bytesSent() / 1048576, 1),
             requests: api.requests.length,
             lists: api.requests.filter((q) => !q.watch).length,
             watches: api.openWatches(),

@@ -241,13 +241,13 @@ export function manifestNodeOptions(container = 'kubedns') {
   return `${value} --expose-gc`;
 }
 
-export async function startRecordBuilder(objects, cores, cgroup) {
-  const api = await startApiServer({ objects, historyLimit: 200_000 });
+export async function startRecordBuilder(objects, cores, cgroup, { api: apiOptions = {}, args = [] } = {}) {
+  const api = await startApiServer({ objects, historyLimit: 200_000, ...apiOptions });
   const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-scale-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
   const rb = await startOurs(
     'record-builder',
-    recordBuilderArgs(kubeconfig),
+    [...recordBuilderArgs(kubeconfig), ...args],
     cores,
     { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? manifestNodeOptions() },
     join(ROOT, 'packages/record-builder/bundle/main.js'),
