@@ -55,12 +55,17 @@ const CLUSTER_RECORDS = {
     ]),
   ),
   'web.shop.svc.cluster.local.': [{ type: 1, address: '10.96.1.10', ttl: 30 }],
+  'db.shop.svc.cluster.local.': [{ type: 1, address: '10.96.1.11', ttl: 30 }],
 };
 const OUTSIDE_RECORDS = { [`${OUTSIDE}.`]: [{ type: 1, address: '192.0.2.10', ttl: 300 }] };
 
-const nodeCacheCorefile = (bind: string) => `cluster.local:53 {
+/** Where the walking node cache's and the Pod forwarder's metrics are served, in the node's namespace. */
+const NODE_WALK_METRICS = '127.0.0.1:9254';
+const FORWARDER_METRICS_PORT = 9161;
+
+const nodeCacheCorefile = (bind: string, metrics?: string) => `cluster.local:53 {
     bind ${bind}
-    cache 30
+    cache 30${metrics ? `\n    prometheus ${metrics}` : ''}
     forward . 127.0.0.1:53 {
         force_tcp
     }
@@ -120,7 +125,7 @@ describe.skipIf(unavailable)('autopath with real clients in pods, kubelet’s re
         args: ['--host=127.0.0.1', `--port=${port}`, `--records=${JSON.stringify(records)}`],
       });
     procs.push(await upstream(5301, CLUSTER_RECORDS), await upstream(5302, OUTSIDE_RECORDS));
-    const forwarder = (addresses: string[], extra: string[]) =>
+    const forwarder = (addresses: string[], extra: string[], metricsPort = 0) =>
       launchProcess({
         prefix: node.prefix,
         script: FORWARDER,
@@ -132,7 +137,7 @@ describe.skipIf(unavailable)('autopath with real clients in pods, kubelet’s re
           '--server=/cluster.local/127.0.0.1#5301',
           '--server=127.0.0.1#5302',
           '--lameduck=0s',
-          '--metrics-port=0',
+          `--metrics-port=${metricsPort}`,
           '--metrics-address=127.0.0.1',
           ...extra,
         ],
@@ -142,20 +147,23 @@ describe.skipIf(unavailable)('autopath with real clients in pods, kubelet’s re
       await forwarder(
         ['127.0.0.1', PODS.direct.node, PODS.carried.node, PODS.nodeWalk.node],
         ['--autopath=cluster.local', '--trust-client-address-from=127.0.0.1/32'],
+        FORWARDER_METRICS_PORT,
       ),
     );
     procs.push(await forwarder([PODS.today.node], []));
-    const nodeCache = async (bind: string, extra: string[]) =>
+    const nodeCache = async (bind: string, extra: string[], metrics?: string) =>
       launchProcess({
         prefix: node.prefix,
         script: NODE_CACHE,
         readyMsg: 'node cache ready',
         env: { KUBE_DNS_SERVICE_HOST: '127.0.0.1' },
-        args: await loopbackNodeCacheArgs(nodeCacheCorefile(bind), ['-workers=1', ...extra], { localIp: bind }),
+        args: await loopbackNodeCacheArgs(nodeCacheCorefile(bind, metrics), ['-workers=1', ...extra], {
+          localIp: bind,
+        }),
       });
     // One node cache carries the pod to the Pod's forwarder; the other walks itself.
     procs.push(await nodeCache('169.254.20.10', []));
-    procs.push(await nodeCache('169.254.20.11', ['-autopath=cluster.local']));
+    procs.push(await nodeCache('169.254.20.11', ['-autopath=cluster.local'], NODE_WALK_METRICS));
     if (tools.musl) {
       musl = join(mkdtempSync(join(tmpdir(), 'musl-')), 'getaddrinfo');
       await runChecked('musl-gcc', ['-static', '-O2', '-o', musl, `${root}/test/clients/getaddrinfo.c`]);
@@ -192,6 +200,35 @@ describe.skipIf(unavailable)('autopath with real clients in pods, kubelet’s re
       expect((await lookup(pod, 'getent', ['ahosts', 'nothing.example.com'])).code).toBe(2);
     },
   );
+
+  it('a node cache that walks, in front of a Pod forwarder that walks too: walked once, on the node, and warm from the walk kept there', async () => {
+    /** clusterdns_forwarder_autopath_total by result, read in the node's namespace. */
+    const autopathCounts = async (address: string) => {
+      const script = `fetch('http://${address}/metrics').then((r) => r.text()).then((t) => console.log(t))`;
+      const text = await node.run(process.execPath, ['-e', script]);
+      return Object.fromEntries(
+        [...text.matchAll(/^clusterdns_forwarder_autopath_total\{result="(\w+)"\} (\d+)/gm)].map((m) => [
+          m[1],
+          Number(m[2]),
+        ]),
+      );
+    };
+    const pod = `127.0.0.1:${FORWARDER_METRICS_PORT}`;
+    const name = 'db.shop'; // asked by no other test
+    const podBefore = await autopathCounts(pod);
+    const nodeBefore = await autopathCounts(NODE_WALK_METRICS);
+    const cold = await lookup('nodeWalk', 'getent', ['ahosts', name]);
+    expect([cold.code, addressesOf(cold.out), cold.queries]).toEqual([0, ['10.96.1.11'], 2]);
+    const warm = await lookup('nodeWalk', 'getent', ['ahosts', name]);
+    expect([warm.code, addressesOf(warm.out), warm.queries]).toEqual([0, ['10.96.1.11'], 2]);
+    const podAfter = await autopathCounts(pod);
+    const nodeAfter = await autopathCounts(NODE_WALK_METRICS);
+    // The Pod's forwarder saw the node cache's steps as the node cache's own: nothing walked there.
+    expect(podAfter.walked).toBe(podBefore.walked);
+    // The node cache walked A and AAAA twice each, the second time from the walks it kept.
+    expect((nodeAfter.walked ?? 0) - (nodeBefore.walked ?? 0)).toBe(4);
+    expect((nodeAfter.kept ?? 0) - (nodeBefore.kept ?? 0)).toBe(2);
+  });
 
   it.skipIf(!tools.musl)('musl getaddrinfo (A only): one query where it took four', async () => {
     const today = await lookup('today', musl, [OUTSIDE]);

@@ -1,6 +1,7 @@
 import { Buffer } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
 import {
+  autopathArgs,
   fixtures,
   freePort,
   type KubeObject,
@@ -24,7 +25,7 @@ import {
   RCODE,
 } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { autopathArgs } from './support/kustomize.js';
+
 import { baseCluster, type Stack, startStack } from './support/stack.js';
 
 // Server-side search through the real processes on loopback, switched on as an operator does, by
@@ -176,6 +177,45 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
       `${name}. fresh.shop.svc.cluster.local.`,
       'fresh.shop.svc.cluster.local. 10.96.1.77',
     ]);
+  });
+
+  it('keeps a walk’s answer for the pod’s namespace until the push drops it: a deleted Service is not answered from it', async () => {
+    const kept = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return Number(/clusterdns_forwarder_autopath_total\{result="kept"\} (\d+)/.exec(text)?.[1]);
+    };
+    stack.api.apply(
+      fixtures.service('shop', 'brief', { clusterIPs: ['10.96.1.78'], ports: [{ name: 'http', port: 80 }] }),
+    );
+    const name = 'brief.shop.testns.svc.cluster.local';
+    let last: DecodedMessage | undefined;
+    await waitFor(
+      async () => {
+        last = await ask(APP, name);
+        return last.answers.length === 2;
+      },
+      { what: 'the new Service through the walk', seen: () => last && answers(last) },
+    );
+    // The Service's pushes (its zone, then the reverse zone) may land after the walk that found it,
+    // each dropping what was kept before it: ask until a walk is answered as kept.
+    const before = await kept();
+    await waitFor(
+      async () => {
+        last = await ask(APP, name);
+        return (await kept()) > before;
+      },
+      { what: 'a walk answered from the kept answer', seen: () => last && answers(last) },
+    );
+    expect(answers(last as DecodedMessage)).toEqual([
+      `${name}. brief.shop.svc.cluster.local.`,
+      'brief.shop.svc.cluster.local. 10.96.1.78',
+    ]);
+    // Another namespace's pod asking the same name in full gets the cluster's NXDOMAIN, not the kept walk.
+    expect((await ask(OTHER, name)).flags.rcode).toBe(RCODE.NXDOMAIN);
+    stack.api.remove('Service', 'shop', 'brief');
+    await waitFor(async () => (await ask(APP, name)).flags.rcode === RCODE.NXDOMAIN, {
+      what: 'the walk to the deleted Service dropped by the push',
+    });
   });
 
   it('behind the node cache: walks for the pod it names, and the node cache serves that answer to nobody else', async () => {

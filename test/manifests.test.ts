@@ -5,7 +5,7 @@ import { forwarderFlags, nodeCacheFlags, planNodeLocal, toForwarderOptions } fro
 import { recordBuilderFlags, toRecordBuilderOptions, watchedResources } from '@cluster-dns/record-builder';
 import { parseFlags, readCorefile } from '@cluster-dns/runtime';
 import { sidecarFlags } from '@cluster-dns/sidecar';
-import { runCommand } from '@cluster-dns/testkit';
+import { argsOf, type Rendered, render, runCommand } from '@cluster-dns/testkit';
 import { cidrContains } from '@cluster-dns/wire';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
@@ -19,7 +19,6 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
-import { argsOf, type Rendered, render } from './support/kustomize.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };

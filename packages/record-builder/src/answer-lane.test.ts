@@ -97,13 +97,13 @@ describe("the record-builder's express lane (ready answers before the pipeline)"
         for (const flags of [{}, { rd: false }, { cd: true }]) {
           const query = raw(name, type, { edns, ...flags });
           const what = `${name} ${type} ${JSON.stringify({ edns, ...flags })}`;
-          const fast = ways.lane(query, 4);
+          const fast = ways.lane(query, 4, '127.0.0.1');
           expect(fast, what).toBeDefined();
           expect((fast as Buffer).equals(ways.slow(query)), what).toBe(true);
           answered++;
         }
     expect(answered).toBe(72);
-    expect(((ways.lane(raw('big.data.svc.cluster.local'), 4) as Buffer)[2] as number) & 0x02).toBe(0x02);
+    expect(((ways.lane(raw('big.data.svc.cluster.local'), 4, '127.0.0.1') as Buffer)[2] as number) & 0x02).toBe(0x02);
   });
 
   it('leaves to the pipeline what only the zone stage or a build may answer', () => {
@@ -116,10 +116,10 @@ describe("the record-builder's express lane (ready answers before the pipeline)"
       ['class CH', raw('web.shop.svc.cluster.local', QTYPE.A, { qclass: QCLASS.CH })],
       ['a zone transfer', raw('cluster.local', QTYPE.AXFR)],
     ];
-    for (const [what, query] of passed) expect(ways.lane(query, 4), what).toBeUndefined();
+    for (const [what, query] of passed) expect(ways.lane(query, 4, '127.0.0.1'), what).toBeUndefined();
     // Not ready (the lists are not in): the zone stage's SERVFAIL, never a ready answer.
     ways.setReady(false);
-    expect(ways.lane(raw('web.shop.svc.cluster.local'), 4)).toBeUndefined();
+    expect(ways.lane(raw('web.shop.svc.cluster.local'), 4, '127.0.0.1')).toBeUndefined();
     expect((ways.slow(raw('web.shop.svc.cluster.local'))[3] as number) & 0x0f).toBe(RCODE.SERVFAIL);
   });
 
@@ -130,7 +130,7 @@ describe("the record-builder's express lane (ready answers before the pipeline)"
     const whole = twoWays();
     for (const [name, type] of NAMES) lane.slow(raw(name, type));
     for (const [name, type] of NAMES) {
-      expect(lane.lane(raw(name, type), 4)).toBeDefined();
+      expect(lane.lane(raw(name, type), 4, '127.0.0.1')).toBeDefined();
       whole.slow(raw(name, type));
     }
     const counted = await lane.series('lane');

@@ -9,6 +9,7 @@ export { type CommandResult, hasCommand, type RunOptions, runChecked, runCommand
 export { demoFlags } from './demo-options.js';
 export * as fixtures from './fixtures.js';
 export { freePort } from './free-port.js';
+export { argsOf, autopathArgs, type Rendered, render } from './kustomize.js';
 export {
   type CraftedPacket,
   checkExpectation,

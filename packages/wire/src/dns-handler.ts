@@ -29,10 +29,11 @@ export function replyRcode(reply: Reply): number {
 
 /**
  * Answers a UDP query at once, before the handler, when it can (a cache hit); undefined hands the
- * query to the handler. It sees only the message and the socket's address family, counts what it
- * answers itself, and must answer nothing the handler would answer differently.
+ * query to the handler. It sees only the message, the socket's address family and the sender's
+ * address, counts what it answers itself, and must answer nothing the handler would answer
+ * differently.
  */
-export type ExpressLane = (message: Buffer, family: 4 | 6) => Buffer | undefined;
+export type ExpressLane = (message: Buffer, family: 4 | 6, remoteAddress: string) => Buffer | undefined;
 
 /**
  * Who may be served, decided before anything reads a message: per-client limits and the like

@@ -277,7 +277,7 @@ function serve(
     if (express !== undefined) {
       let answered: Buffer | undefined;
       try {
-        answered = express(msg, family);
+        answered = express(msg, family, rinfo.address);
       } catch (error) {
         // A lane that fails leaves the query to the handler, whose own checks answer it.
         reportError(error, { transport: 'udp', remoteAddress: rinfo.address, remotePort: rinfo.port, family });

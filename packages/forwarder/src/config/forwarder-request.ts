@@ -52,7 +52,11 @@ export interface ForwarderRequest extends DnsRequest {
    * run): the errors plugin logs it, as CoreDNS's logs the error a plugin returns.
    */
   error?: Error;
-  /** A step of a pod's search walk (autopath): the pod it is asked for, whom acl judges. */
+  /**
+   * A step of a pod's search walk (autopath), the first (the pod's own question) included: the pod
+   * it is asked for, whom acl judges. Never carried to the cluster's DNS: a node cache that walks
+   * sends its steps as its own, or the Pod's forwarder, trusting it, would walk them again.
+   */
   walkedFor?: string;
   /**
    * The EDNS0 options the question goes on upstream with, set by a rewrite's edns0 rules (the

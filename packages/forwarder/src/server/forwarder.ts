@@ -16,6 +16,7 @@ import {
   type Fqdn,
   type Next,
   OPCODE,
+  type PlainQuestion,
   parseQuery,
   QCLASS,
   QTYPE,
@@ -37,6 +38,7 @@ import { AclStage, type ScopedAcl } from '../plugins/acl/acl-stage.js';
 import { AnyStage } from '../plugins/any/any-stage.js';
 import { AutopathStage } from '../plugins/autopath/autopath-stage.js';
 import { clientEntryOf, clientMapName } from '../plugins/autopath/client-map.js';
+import { KeptWalks } from '../plugins/autopath/kept-walks.js';
 import { chainFirst } from '../plugins/autopath/search-path.js';
 import { BufsizeStage } from '../plugins/bufsize/bufsize-stage.js';
 import { type AnswerCache, monotonicMs, ReplyCache } from '../plugins/cache/cache.js';
@@ -295,8 +297,10 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
   const autopath = options.autopath
     ? new AutopathStage(
         options.autopath,
-        askerOf,
+        (raw, address) => door.askerOf(raw, address),
         (name) => config.routes().routeFor(name).domain === options.autopath?.zone,
+        // As many walks as the cache keeps answers: --cache-size=0 keeps none.
+        new KeptWalks({ drops: () => cache.writeToken(), now, maxEntries: options.cacheSize }),
       )
     : undefined;
   // A name the plugins after the chain's top look up on their own (a template's or zone file's
@@ -445,6 +449,17 @@ export function createForwarder(options: ForwarderOptions, deps: ForwarderDeps):
         bypass: () => aclsStand || loops.outstanding(),
         leaveToChain: (raw, reply, qtype) =>
           autopathFirst(raw, reply, qtype) || (pluginsFirst?.(raw, reply, qtype) ?? false),
+        // A walk kept for this asker answers here too, unless a plugin before the cache must see it.
+        ...(autopath
+          ? {
+              walkAtOnce: (raw: Buffer, question: PlainQuestion, address: string) => {
+                const walked = autopath.keptAtOnce(raw, question, address, options.ednsPacketMax);
+                if (walked === undefined || pluginsFirst?.(raw, walked, question.qtype)) return undefined;
+                autopath.countKept();
+                return walked;
+              },
+            }
+          : {}),
       });
 
   return {

@@ -119,14 +119,14 @@ describe('the express lane (cache hits before the pipeline)', () => {
           shapes.push([`${name} ${JSON.stringify({ edns, ...flags })}`, raw(name, QTYPE.A, { edns, ...flags })]);
     let laneAnswered = 0;
     for (const [what, query] of shapes) {
-      const fast = ways.lane(query, 4);
+      const fast = ways.lane(query, 4, '127.0.0.1');
       expect(fast, what).toBeDefined();
       laneAnswered++;
       expect((fast as Buffer).equals(await ways.slow(query)), what).toBe(true);
     }
     expect(laneAnswered).toBe(30);
     // The big reply went out truncated to a client without EDNS, and whole to one with 4096.
-    expect(((ways.lane(raw('big.example.org'), 4) as Buffer)[2] as number) & 0x02).toBe(0x02);
+    expect(((ways.lane(raw('big.example.org'), 4, '127.0.0.1') as Buffer)[2] as number) & 0x02).toBe(0x02);
     expect(ways.upstreamAsked).toEqual(['svc-1.example.org.', 'big.example.org.']);
   });
 
@@ -141,7 +141,7 @@ describe('the express lane (cache hits before the pipeline)', () => {
       ['the DO bit (another entry)', raw('svc-1.example.org', QTYPE.A, { edns: { udpSize: 1232, dnssecOk: true } })],
       ['a NOTIFY', raw('svc-1.example.org', QTYPE.SOA, { opcode: OPCODE.NOTIFY })],
     ];
-    for (const [what, query] of passed) expect(ways.lane(query, 4), what).toBeUndefined();
+    for (const [what, query] of passed) expect(ways.lane(query, 4, '127.0.0.1'), what).toBeUndefined();
     // The mixed-case query is a hit the whole way, with the asker's case.
     const mixed = await ways.slow(raw('SVC-1.example.org'));
     expect(mixed.subarray(12, 30).toString('latin1')).toContain('SVC-1');
@@ -152,17 +152,17 @@ describe('the express lane (cache hits before the pipeline)', () => {
     const ways = twoWays({ prefetchHits: 1 });
     await ways.slow(raw('svc-1.example.org'));
     ways.setBypass(true);
-    expect(ways.lane(raw('svc-1.example.org'), 4)).toBeUndefined();
+    expect(ways.lane(raw('svc-1.example.org'), 4, '127.0.0.1')).toBeUndefined();
     ways.setBypass(false);
-    expect(ways.lane(raw('svc-1.example.org'), 4)).toBeDefined();
+    expect(ways.lane(raw('svc-1.example.org'), 4, '127.0.0.1')).toBeDefined();
     // Under a tenth of the 60 s left, asked before: the cache stage must start the prefetch.
     ways.advance(55_000);
-    expect(ways.lane(raw('svc-1.example.org'), 4)).toBeUndefined();
+    expect(ways.lane(raw('svc-1.example.org'), 4, '127.0.0.1')).toBeUndefined();
     await ways.slow(raw('svc-1.example.org'));
     expect(ways.stage.counts.prefetches).toBe(1);
     // Expired: serve-stale or a miss is the cache stage's call.
     ways.advance(120_000);
-    expect(ways.lane(raw('svc-1.example.org'), 4)).toBeUndefined();
+    expect(ways.lane(raw('svc-1.example.org'), 4, '127.0.0.1')).toBeUndefined();
   });
 
   it('counts a hit as the pipeline counts one: cache hits, requests, responses and durations', async () => {
@@ -171,7 +171,7 @@ describe('the express lane (cache hits before the pipeline)', () => {
     for (const ways of [lane, whole]) ways.store('svc-1.example.org');
     // Three hits each, one of them from an IPv6 client: through the lane, and the whole way.
     for (const family of [6, 4, 4] as const) {
-      expect(lane.lane(raw('svc-1.example.org'), family)).toBeDefined();
+      expect(lane.lane(raw('svc-1.example.org'), family, '127.0.0.1')).toBeDefined();
       await whole.slow(raw('svc-1.example.org'), { ...UDP, family });
     }
     const series = (c: ServerQueryCounts) => ({

@@ -12,6 +12,11 @@ export interface HitLaneDeps {
   bypass(): boolean;
   /** True for a cached reply a stage before the cache must see first (autopath/search-path.ts's chainFirst). */
   leaveToChain?: (raw: Buffer, reply: Buffer, qtype: number) => boolean;
+  /**
+   * For a reply leaveToChain leaves to the chain: the answer autopath kept for this asker's walk of
+   * the name (AutopathStage.keptAtOnce), the same the chain would give, or undefined.
+   */
+  walkAtOnce?: (raw: Buffer, question: PlainQuestion, remoteAddress: string) => Buffer | undefined;
 }
 
 /**
@@ -27,10 +32,11 @@ export interface HitLaneDeps {
 export function createHitLane(deps: HitLaneDeps): ExpressLane {
   const { cacheStage, queries, udpPayloadBytes } = deps;
   const question = new PlainQuestion();
-  return (raw, family) => {
+  return (raw, family, remoteAddress) => {
     if (!readPlainQuery(raw, question) || question.qclass !== QCLASS.IN || deps.bypass()) return undefined;
-    const reply = cacheStage.hitAtOnce(raw, question, udpPayloadBytes);
-    if (reply !== undefined && deps.leaveToChain?.(raw, reply, question.qtype)) return undefined;
+    let reply = cacheStage.hitAtOnce(raw, question, udpPayloadBytes);
+    if (reply !== undefined && deps.leaveToChain?.(raw, reply, question.qtype))
+      reply = deps.walkAtOnce?.(raw, question, remoteAddress);
     if (reply !== undefined) queries.count(question.qtype, false, family === 6, (reply[3] as number) & RCODE_MASK, 0);
     return reply;
   };

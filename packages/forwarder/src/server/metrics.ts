@@ -251,11 +251,12 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     labelledFrom(
       registry,
       'clusterdns_forwarder_autopath_total',
-      'First steps of a pod’s search walk (<name>.<ns>.svc.<zone>) seen with --autopath, by result: walked (the asker’s search path is the default: walked here), found (of those, answered with a CNAME to a later step’s name), skipped (an unknown asker, another namespace, or a search path of its own: passed on).',
+      'First steps of a pod’s search walk (<name>.<ns>.svc.<zone>) seen with --autopath, by result: walked (the asker’s search path is the default: walked here), found (of those, answered with a CNAME to a later step’s name), kept (of those found, answered from a walk kept for the asker’s namespace, no step asked), skipped (an unknown asker, another namespace, or a search path of its own: passed on).',
       ['result'],
       () => [
         [{ result: 'walked' }, autopath.walked],
         [{ result: 'found' }, autopath.found],
+        [{ result: 'kept' }, autopath.kept],
         [{ result: 'skipped' }, autopath.skipped],
       ],
     );

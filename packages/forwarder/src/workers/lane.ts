@@ -167,8 +167,8 @@ export async function serveAsLane(): Promise<void> {
     // Logging every query needs the whole way: the lane then answers nothing itself.
     const express = data.logQueries
       ? undefined
-      : (raw: Parameters<typeof hitLane>[0], family: 4 | 6) => {
-          const reply = hitLane(raw, family);
+      : (raw: Parameters<typeof hitLane>[0], family: 4 | 6, remoteAddress: string) => {
+          const reply = hitLane(raw, family, remoteAddress);
           if (reply !== undefined) hits[data.index] = cacheStage.counts.hits;
           return reply;
         };

@@ -11,15 +11,19 @@ import {
   encodeOptRecord,
   type Fqdn,
   finishFromTemplate,
+  OPT_RECORD_BYTES,
+  PlainQuestion,
   QTYPE,
   RCODE,
   type Rr,
+  readPlainQuery,
   toFqdn,
 } from '@cluster-dns/wire';
 import { describe, expect, it } from 'vitest';
 import type { ForwarderRequest } from '../../config/forwarder-request.js';
 import { askThrough } from '../../testing/test-chain.js';
 import { AutopathStage } from './autopath-stage.js';
+import { KeptWalks } from './kept-walks.js';
 import { chainFirst, firstStepOf, firstStepTest, restOfWalk, searchDomainsOf } from './search-path.js';
 
 const ZONE = toFqdn('cluster.local');
@@ -50,6 +54,7 @@ const a = (name: string, address: string, ttl = 60): Rr => ({ name, type: QTYPE.
 /** What the zones behind the stage hold, by name: every other name is NXDOMAIN. */
 const ZONES: Record<string, Rr[]> = {
   '10-244-1-5.client.dns.cluster.local.': [txt('10-244-1-5.client.dns.cluster.local.', 'testns', 'default')],
+  '10-244-2-5.client.dns.cluster.local.': [txt('10-244-2-5.client.dns.cluster.local.', 'shop', 'default')],
   '10-244-1-6.client.dns.cluster.local.': [txt('10-244-1-6.client.dns.cluster.local.', 'testns', 'own')],
   'web.other.svc.cluster.local.': [a('web.other.svc.cluster.local.', '10.96.0.20', 30)],
   'web.testns.svc.cluster.local.': [a('web.testns.svc.cluster.local.', '10.96.0.21', 30)],
@@ -59,15 +64,21 @@ const ZONES: Record<string, Rr[]> = {
 };
 
 /** The stage in front of a fake of everything after it; `asked` lists each question it passed on. */
-function walker(extraSearch: string[] = [], trusted = false, servedBySchema?: (name: Fqdn) => boolean) {
+function walker(
+  extraSearch: string[] = [],
+  trusted = false,
+  servedBySchema?: (name: Fqdn) => boolean,
+  kept?: KeptWalks,
+) {
   const asked: { name: Fqdn; qtype: number; own: boolean }[] = [];
   const stage = new AutopathStage(
     { zone: ZONE, extraSearch: extraSearch.map((d) => toFqdn(d)) },
-    (request) => {
-      const named = trusted ? clientAddressOf(request.query.raw) : undefined;
-      return named ? { address: named, carried: true } : { address: request.context.remoteAddress, carried: false };
+    (raw, remoteAddress) => {
+      const named = trusted ? clientAddressOf(raw) : undefined;
+      return named ? { address: named, carried: true } : { address: remoteAddress, carried: false };
     },
     servedBySchema,
+    kept,
   );
   const behind = (request: ForwarderRequest) => {
     const q = request.query;
@@ -132,7 +143,7 @@ describe('autopath: a pod’s search walk done on the server', () => {
     ]);
     // Every step but the asked question itself is the forwarder's own: no client address goes with it.
     expect(w.asked.map((q) => q.own)).toEqual([true, false, true, true, true]);
-    expect(w.stage.counts).toEqual({ walked: 1, found: 1, skipped: 0 });
+    expect(w.stage.counts).toEqual({ walked: 1, found: 1, kept: 0, skipped: 0 });
   });
 
   it('gives AAAA the same step as A: NODATA through the same CNAME when the name has no AAAA', async () => {
@@ -188,7 +199,7 @@ describe('autopath: a pod’s search walk done on the server', () => {
     expect(reply.flags.rcode).toBe(RCODE.NXDOMAIN);
     expect(reply.answers).toEqual([]);
     expect(w.asked.map((q) => q.name).at(-1)).toBe('nothing.example.');
-    expect(w.stage.counts).toEqual({ walked: 1, found: 0, skipped: 0 });
+    expect(w.stage.counts).toEqual({ walked: 1, found: 0, kept: 0, skipped: 0 });
   });
 
   it.each([
@@ -206,7 +217,7 @@ describe('autopath: a pod’s search walk done on the server', () => {
     const w = walker();
     const reply = await w.ask('api.example.com.other.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
     expect(reply.flags.rcode).toBe(RCODE.NXDOMAIN);
-    expect(w.stage.counts).toEqual({ walked: 0, found: 0, skipped: 1 });
+    expect(w.stage.counts).toEqual({ walked: 0, found: 0, kept: 0, skipped: 1 });
   });
 
   it('passes every other shape on without reading the client map', async () => {
@@ -336,5 +347,182 @@ describe('search-path.ts', () => {
     ]);
     expect(searchDomainsOf('domain a.example\nsearch b.example\n')).toEqual(['b.example.']);
     expect(searchDomainsOf('nameserver 10.0.0.2\n')).toEqual([]);
+  });
+});
+
+describe('autopath: walked answers kept per asking namespace', () => {
+  /** A walker whose kept walks read a clock and a drop count the test moves. */
+  const keeping = () => {
+    const clock = { ms: 1_000_000, drops: 0 };
+    const kept = new KeptWalks({ drops: () => clock.drops, now: () => clock.ms, maxEntries: 100 });
+    return { ...walker([], false, undefined, kept), clock, kept };
+  };
+  const names = (w: { asked: { name: Fqdn }[] }) => w.asked.map((q) => q.name);
+
+  it('answers a warm walked lookup from the kept walk and the kept client entry: nothing asked again, the TTL counting down', async () => {
+    const w = keeping();
+    const first = await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    w.asked.length = 0;
+    w.clock.ms += 7_400;
+    const again = await w.ask('API.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(names(w)).toEqual([]);
+    expect(again.answers.map((r) => [r.name, r.type, r.target ?? r.address])).toEqual([
+      ['API.example.com.testns.svc.cluster.local.', QTYPE.CNAME, 'api.example.com.'],
+      ['api.example.com.', QTYPE.A, '192.0.2.10'],
+    ]);
+    expect(first.answers.map((r) => r.ttl)).toEqual([300, 300]);
+    expect(again.answers.map((r) => r.ttl)).toEqual([293, 293]);
+    expect(w.stage.counts).toEqual({ walked: 2, found: 2, kept: 1, skipped: 0 });
+  });
+
+  it('keeps A and AAAA apart: the AAAA walk is walked on its own', async () => {
+    const w = keeping();
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    w.asked.length = 0;
+    const aaaa = await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.AAAA, w.from('10.244.1.5'));
+    expect(aaaa.answers.map((r) => r.type)).toEqual([QTYPE.CNAME]);
+    expect(names(w)).toContain('api.example.com.');
+    expect(w.stage.counts.kept).toBe(0);
+  });
+
+  it('never serves a walk kept for one namespace to a pod of another: that pod asking the name in full gets the NXDOMAIN', async () => {
+    const w = keeping();
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    // A pod of `shop` asks testns's first step by its full name: not a walk of its own, so the cluster's answer.
+    const other = await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.2.5'));
+    expect(other.flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(other.answers).toEqual([]);
+    // An unknown asker too.
+    const unknown = await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.9.9'));
+    expect(unknown.flags.rcode).toBe(RCODE.NXDOMAIN);
+    // And shop's own walk of the name is its own: walked, kept apart.
+    w.asked.length = 0;
+    const shop = await w.ask('api.example.com.shop.svc.cluster.local', QTYPE.A, w.from('10.244.2.5'));
+    expect(shop.answers[0]?.target).toBe('api.example.com.');
+    expect(names(w)).toContain('api.example.com.shop.svc.cluster.local.');
+    expect(w.stage.counts).toEqual({ walked: 2, found: 2, kept: 0, skipped: 2 });
+    expect(w.kept.size).toBe(2);
+  });
+
+  it('walks again after the cache drops anything (a push) and after the answer’s TTL', async () => {
+    const w = keeping();
+    const walk = () => w.ask('web.other.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    await walk();
+    w.clock.drops++;
+    w.asked.length = 0;
+    const afterPush = await walk();
+    expect(names(w)).toContain('web.other.svc.cluster.local.');
+    expect(afterPush.answers[0]?.target).toBe('web.other.svc.cluster.local.');
+    // After the push the client map entry was read again too (the map is pushed like the zone).
+    expect(names(w)[0]).toBe('10-244-1-5.client.dns.cluster.local.');
+    w.asked.length = 0;
+    w.clock.ms += 29_000;
+    await walk();
+    expect(names(w)).toEqual([]);
+    // 30 s: the walk's answer and the client map entry (TXT TTL 30) both expire.
+    w.clock.ms += 1_000;
+    w.asked.length = 0;
+    await walk();
+    expect(names(w)).toContain('web.other.svc.cluster.local.');
+    expect(names(w)[0]).toBe('10-244-1-5.client.dns.cluster.local.');
+    expect(w.stage.counts.kept).toBe(1);
+  });
+
+  it('reads an asker’s client map entry once per TTL, for plain walks too, and again after a drop', async () => {
+    const w = keeping();
+    const mapReads = () => w.asked.filter((q) => q.name === '10-244-1-5.client.dns.cluster.local.').length;
+    for (const name of ['a.example', 'b.example', 'c.example'])
+      await w.ask(`${name}.testns.svc.cluster.local`, QTYPE.A, w.from('10.244.1.5'));
+    expect(mapReads()).toBe(1);
+    w.clock.drops++;
+    await w.ask('d.example.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(mapReads()).toBe(2);
+    w.clock.ms += 30_000;
+    await w.ask('e.example.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(mapReads()).toBe(3);
+  });
+
+  it('keeps no walk whose steps were out while the cache dropped something', async () => {
+    const clock = { ms: 0, drops: 0 };
+    const kept = new KeptWalks({ drops: () => clock.drops, now: () => clock.ms, maxEntries: 100 });
+    const w = walker([], false, undefined, kept);
+    const stage = new AutopathStage(
+      { zone: ZONE, extraSearch: [] },
+      (_raw, remoteAddress) => ({ address: remoteAddress, carried: false }),
+      undefined,
+      kept,
+    );
+    // A push lands while the walk's steps are being answered.
+    const behind = (request: ForwarderRequest) => {
+      if (request.ownQuestion && request.query.key === 'api.example.com.') clock.drops++;
+      return w.behind(request);
+    };
+    const ask = askThrough(chainStages<ForwarderRequest>([stage], behind));
+    await ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(kept.size).toBe(0);
+  });
+
+  it('keeps none with a cache of size 0, and at most its bound', async () => {
+    const none = new KeptWalks({ drops: () => 0, now: () => 0, maxEntries: 0 });
+    const w = walker([], false, undefined, none);
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(none.size).toBe(0);
+    const two = new KeptWalks({ drops: () => 0, now: () => 0, maxEntries: 2 });
+    const w2 = walker([], false, undefined, two);
+    for (const n of ['api.example.com', 'web.other', 'files.corp.example'])
+      await w2.ask(`${n}.testns.svc.cluster.local`, QTYPE.A, w2.from('10.244.1.5'));
+    expect(two.size).toBe(2);
+  });
+
+  it('lets the express lane answer a kept walk, as the chain would, to the asker it was kept for and no one else', async () => {
+    const w = keeping();
+    const name = 'API.example.com.testns.svc.cluster.local';
+    const query = (id: number) => encodeMessage(buildQueryMessage(id, name, QTYPE.A, { edns: { udpSize: 1232 } }));
+    const lane = (raw: Buffer, from: string) => {
+      const question = new PlainQuestion();
+      expect(readPlainQuery(raw, question)).toBe(true);
+      return w.stage.keptAtOnce(raw, question, from, 1232);
+    };
+    // Nothing kept yet: the chain's.
+    expect(lane(query(1), '10.244.1.5')).toBeUndefined();
+    const chain = await w.ask(name, QTYPE.A, w.from('10.244.1.5'));
+    w.clock.ms += 2_000;
+    const fast = lane(query(7), '10.244.1.5') as Buffer;
+    const decoded = decodeMessage(fast);
+    expect(decoded.id).toBe(7);
+    expect(decoded.questions[0]?.name).toBe(`${name}.`);
+    expect(decoded.answers.map((r) => [r.name, r.type, r.target ?? r.address, r.ttl])).toEqual(
+      chain.answers.map((r) => [r.name, r.type, r.target ?? r.address, r.ttl - 2]),
+    );
+    expect(decoded.additionals.some((r) => r.type === QTYPE.OPT)).toBe(true);
+    // Not to a pod of another namespace, nor an unknown one, nor for another type.
+    expect(lane(query(8), '10.244.2.5')).toBeUndefined();
+    expect(lane(query(9), '10.244.9.9')).toBeUndefined();
+    const aaaa = encodeMessage(buildQueryMessage(10, name, QTYPE.AAAA, { edns: { udpSize: 1232 } }));
+    expect(lane(aaaa, '10.244.1.5')).toBeUndefined();
+    // Nor after the cache dropped anything.
+    w.clock.drops++;
+    expect(lane(query(11), '10.244.1.5')).toBeUndefined();
+  });
+
+  it('leaves a pod a node cache named to the chain, whose answer carries the name back', async () => {
+    const clock = { ms: 0, drops: 0 };
+    const kept = new KeptWalks({ drops: () => clock.drops, now: () => clock.ms, maxEntries: 100 });
+    const w = walker([], true, undefined, kept);
+    const opt = encodeOptRecord({
+      udpSize: 1232,
+      option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress('10.244.1.5') },
+    });
+    const plain = encodeMessage(
+      buildQueryMessage(3, 'api.example.com.testns.svc.cluster.local', QTYPE.A, { edns: { udpSize: 1232 } }),
+    );
+    const carried = Buffer.concat([plain.subarray(0, plain.length - OPT_RECORD_BYTES), opt]);
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    const question = new PlainQuestion();
+    expect(readPlainQuery(carried, question)).toBe(true);
+    expect(w.stage.keptAtOnce(carried, question, '127.0.0.1', 1232)).toBeUndefined();
+    // The same query without the option, from the pod itself: answered at once.
+    expect(readPlainQuery(plain, question)).toBe(true);
+    expect(w.stage.keptAtOnce(plain, question, '10.244.1.5', 1232)).toBeDefined();
   });
 });

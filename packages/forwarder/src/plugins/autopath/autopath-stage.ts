@@ -1,20 +1,26 @@
 import type { Buffer } from 'node:buffer';
 import {
+  answerPlainQuery,
   answerThroughSearch,
   CLIENT_ADDRESS_OPTION,
   encodeClientAddress,
   type Fqdn,
   finishFromTemplate,
+  HEADER_BYTES,
   isInZone,
   type Next,
+  type PlainQuestion,
   QCLASS,
   RCODE,
   type Reply,
+  readName,
   replyRcode,
   type Stage,
+  toFqdn,
 } from '@cluster-dns/wire';
 import { type ForwarderRequest, ownRequest } from '../../config/forwarder-request.js';
-import { clientEntryOf, clientMapRequest } from './client-map.js';
+import { type ClientEntry, clientEntryOf, clientMapRequest } from './client-map.js';
+import { type KeptHit, KeptWalks } from './kept-walks.js';
 import { type AutopathSettings, type FirstStep, firstStepOf, restOfWalk } from './search-path.js';
 
 export type { AutopathSettings };
@@ -30,6 +36,8 @@ export interface AutopathCounts {
   walked: number;
   /** Walks that found the name under a later step: answered with a CNAME to it. */
   found: number;
+  /** Of those found, answered from a walk kept for the asker's namespace: no step asked. */
+  kept: number;
   /** First steps not walked: the asker unknown, of another namespace, or with a search path of its own. */
   skipped: number;
 }
@@ -49,23 +57,27 @@ export interface AutopathCounts {
  *
  * Before the cache: each step is an ordinary question to the cache (so every step is cached,
  * coalesced and pushed as any other), and the answer made here is never kept under the asked
- * name, where a pod of another namespace asking that name explicitly would find it. An answer
- * made for a pod a node cache named carries the name back (CLIENT_ADDRESS_OPTION), so the node
- * cache does not keep it either.
+ * name, where a pod of another namespace asking that name explicitly would find it. It is kept
+ * beside (KeptWalks), per asking namespace, until its TTL or the cache's next drop, so a warm
+ * walked lookup reads it at once. An answer made for a pod a node cache named carries the name
+ * back (CLIENT_ADDRESS_OPTION), so the node cache does not keep it either.
  */
 export class AutopathStage implements Stage<ForwarderRequest> {
   readonly name = 'autopath';
-  readonly counts: AutopathCounts = { walked: 0, found: 0, skipped: 0 };
+  readonly counts: AutopathCounts = { walked: 0, found: 0, kept: 0, skipped: 0 };
 
   constructor(
     private readonly settings: AutopathSettings,
-    private readonly askerOf: (request: ForwarderRequest) => Asker,
+    /** The asker of a query by its octets and sender (door.askerOf): a node cache may name its pod. */
+    private readonly askerOf: (raw: Buffer, remoteAddress: string) => Asker,
     /**
      * True when this name goes to the cluster zone's own server (the record-builder), under
      * which the Kubernetes DNS schema holds: below the apex only `svc`, `pod`, `dns` and
      * `dns-version`. Undefined: assume nothing, ask every step.
      */
     private readonly servedBySchema?: (name: Fqdn) => boolean,
+    /** Where walked answers are kept; none: every lookup walks (through cached steps). */
+    private readonly kept?: KeptWalks,
   ) {}
 
   serve(request: ForwarderRequest, next: Next<ForwarderRequest>): Reply | Promise<Reply> {
@@ -74,6 +86,34 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const step = firstStepOf(q.key, this.settings.zone);
     if (step === undefined) return next(request);
     return this.walk(request, step, next);
+  }
+
+  /**
+   * For the express lane: the answer serve() would give from a kept walk, made from the query's
+   * octets, or undefined for anything else (not a first step, an asker not kept or of another
+   * namespace, a walk not kept, a pod a node cache named, whose answer carries its name back).
+   * Counted by countKept once the lane answers with it.
+   */
+  keptAtOnce(raw: Buffer, question: PlainQuestion, remoteAddress: string, udpPayloadBytes: number): Buffer | undefined {
+    const kept = this.kept;
+    if (kept === undefined) return undefined;
+    const name = toFqdn(readName(raw, HEADER_BYTES).name.toLowerCase());
+    const step = firstStepOf(name, this.settings.zone);
+    if (step === undefined) return undefined;
+    const asker = this.askerOf(raw, remoteAddress);
+    if (asker.carried) return undefined;
+    const entry = kept.client(asker.address);
+    if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) return undefined;
+    const hit = kept.get(KeptWalks.keyOf(entry.namespace, name, question.qtype, question.dnssecOk));
+    if (hit === undefined) return undefined;
+    return answerPlainQuery(hit.wire, raw, question, udpPayloadBytes, hit.ttlOffsets, hit.remainingSeconds, true);
+  }
+
+  /** Counts an answer of keptAtOnce as serve() counts a kept walk. */
+  countKept(): void {
+    this.counts.walked++;
+    this.counts.found++;
+    this.counts.kept++;
   }
 
   /**
@@ -87,17 +127,48 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     return !SCHEMA_TOP.has(step.base.slice(step.base.lastIndexOf('.') + 1));
   }
 
+  /** The asker's client map entry, read through the cache: a hit costs nothing; a miss, one question to the cluster's DNS. */
+  private async readClient(
+    request: ForwarderRequest,
+    address: string,
+    next: Next<ForwarderRequest>,
+  ): Promise<ClientEntry | undefined> {
+    const token = this.kept?.token();
+    const entry = clientEntryOf(
+      (await next(clientMapRequest(request, address, this.settings.zone))) as Buffer | undefined,
+    );
+    if (entry !== undefined && token !== undefined) this.kept?.keepClient(address, entry, token);
+    return entry;
+  }
+
   private async walk(request: ForwarderRequest, step: FirstStep, next: Next<ForwarderRequest>): Promise<Reply> {
     const { zone, extraSearch } = this.settings;
-    const asker = this.askerOf(request);
-    // A hit (the asker seen within the TTL) costs nothing here; a miss, one question to the cluster's DNS.
-    const entry = clientEntryOf((await next(clientMapRequest(request, asker.address, zone))) as Buffer | undefined);
+    const asker = this.askerOf(request.query.raw, request.context.remoteAddress);
+    const entry = this.kept?.client(asker.address) ?? (await this.readClient(request, asker.address, next));
     if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) {
       this.counts.skipped++;
       return next(request);
     }
     this.counts.walked++;
     const q = request.query;
+    const key = KeptWalks.keyOf(entry.namespace, q.key, q.qtype, q.edns?.dnssecOk ?? false);
+    const hit = this.kept?.get(key);
+    const option = asker.carried
+      ? { option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(asker.address) } }
+      : {};
+    const finish = (template: Buffer, ttl?: KeptHit) =>
+      finishFromTemplate(template, q, request.limitBytes, {
+        udpPayloadBytes: request.udpPayloadBytes,
+        ...(ttl ? { ttlOffsets: ttl.ttlOffsets, ttlSeconds: ttl.remainingSeconds } : {}),
+        ...option,
+      });
+    if (hit !== undefined) {
+      this.counts.found++;
+      this.counts.kept++;
+      return finish(hit.wire, hit);
+    }
+    // Before any step is asked: a push while they are out must not leave its old answer kept.
+    const token = this.kept?.token();
     // Each step is the pod's question too: an acl after this stage judges it for the pod (coredns#8290).
     const ask = (name: Fqdn) => next({ ...ownRequest(request, name, q.qtype), walkedFor: asker.address });
     const rest = restOfWalk(step, zone, extraSearch);
@@ -108,7 +179,13 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     // cluster has is never sent to the upstreams.
     const inZone = rest.filter((name) => isInZone(name, zone) && !this.cannotExist(step, name));
     const outside = rest.filter((name) => !isInZone(name, zone));
-    const [first, ...zoneReplies] = await Promise.all([next(request), ...inZone.map(ask)]);
+    // The first step too is asked for the pod, not carried on: behind a node cache that walks, the
+    // Pod's forwarder (trusting it) would otherwise walk it again, and its answer, made for one pod,
+    // would pass this cache by.
+    const [first, ...zoneReplies] = await Promise.all([
+      next({ ...request, walkedFor: asker.address }),
+      ...inZone.map(ask),
+    ]);
     const inCluster = pickStep(inZone, zoneReplies);
     if (replyRcode(first) !== RCODE.NXDOMAIN) return first;
     if (inCluster === 'failed') return first;
@@ -117,10 +194,8 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     if (found === undefined || found === 'failed') return first;
     this.counts.found++;
     const template = answerThroughSearch({ name: q.key, qtype: q.qtype, qclass: q.qclass }, found.name, found.reply);
-    return finishFromTemplate(template, q, request.limitBytes, {
-      udpPayloadBytes: request.udpPayloadBytes,
-      ...(asker.carried ? { option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(asker.address) } } : {}),
-    });
+    if (token !== undefined) this.kept?.keep(key, template, token);
+    return finish(template);
   }
 }
 

@@ -24,6 +24,8 @@ export interface ClientEntry {
   readonly namespace: string;
   /** The kubelet's default search path (search=default); false for a pod's own dnsConfig. */
   readonly searchDefault: boolean;
+  /** The TXT record's TTL as it came: how long the entry may be kept. */
+  readonly ttlSeconds: number;
 }
 
 /** The client map's reply read: its TXT `namespace=` and `search=`, or undefined (NXDOMAIN, a failure). */
@@ -32,12 +34,14 @@ export function clientEntryOf(reply: Buffer | undefined): ClientEntry | undefine
     return undefined;
   let namespace: string | undefined;
   let searchDefault = false;
+  let ttlSeconds = Number.POSITIVE_INFINITY;
   for (const rr of decodeMessage(reply).answers) {
     if (rr.type !== QTYPE.TXT) continue;
+    ttlSeconds = Math.min(ttlSeconds, rr.ttl);
     for (const text of rr.text ?? []) {
       if (text.startsWith('namespace=')) namespace = text.slice('namespace='.length);
       else if (text === 'search=default') searchDefault = true;
     }
   }
-  return namespace ? { namespace, searchDefault } : undefined;
+  return namespace ? { namespace, searchDefault, ttlSeconds } : undefined;
 }

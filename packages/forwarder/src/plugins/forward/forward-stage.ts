@@ -66,7 +66,10 @@ export class ForwardStage implements Stage<ForwarderRequest> {
       qclass: q.qclass,
       dnssecOk: q.edns?.dnssecOk ?? false,
       checkingDisabled: q.cd,
-      ...(route.carryClient && !request.ownQuestion ? { clientAddress: context.remoteAddress } : {}),
+      // Not for a walk's steps, the first one included: a walk made here must not be made again behind.
+      ...(route.carryClient && !request.ownQuestion && request.walkedFor === undefined
+        ? { clientAddress: context.remoteAddress }
+        : {}),
       ...(request.ednsOptions?.length ? { options: request.ednsOptions } : {}),
     };
     const forward = { ...this.deps.forward, cancel: slot.cancel };

@@ -2,10 +2,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCommand } from '@cluster-dns/testkit';
 import { loadAllYaml } from '@kubernetes/client-node';
+import { runCommand } from './command.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+// The repo's manifests as kubectl kustomize renders them, for the tests and the bench (case 12
+// runs the autopath component's rendered flags). From packages/testkit/dist: the repo's root.
+const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 export type Rendered = Array<{
   kind: string;

@@ -1,0 +1,132 @@
+import { Buffer } from 'node:buffer';
+import { scanResponse } from '@cluster-dns/wire';
+import { LRUCache } from 'lru-cache';
+import type { ClientEntry } from './client-map.js';
+
+/** What the kept walks read of the cache below: its drop count and its clock. */
+export interface KeptWalksDeps {
+  /**
+   * The cache's count of drops (AnswerCache.writeToken): bumped by every push (IXFR evictions, a
+   * zone flush) and route change. A walk kept before a drop is not served after it.
+   */
+  readonly drops: () => number;
+  /** Milliseconds, monotonic. */
+  readonly now: () => number;
+  /** Walks kept at most (the LRU's bound); 0 keeps none. */
+  readonly maxEntries: number;
+}
+
+/** An asker's client map entry as kept: read once per TTL, not once per walk. */
+interface KeptClient {
+  readonly entry: ClientEntry;
+  readonly expiresAtMs: number;
+  readonly drops: number;
+}
+
+/** A walk's answer as kept: the template (every TTL the same) and where its TTLs are. */
+interface KeptWalk {
+  readonly wire: Buffer;
+  readonly ttlOffsets: readonly number[];
+  readonly ttlSeconds: number;
+  readonly storedAtMs: number;
+  /** The cache's drop count when the walk's first step was asked. */
+  readonly drops: number;
+}
+
+/** A kept walk found for a question: its template, TTL fields and the seconds left to them. */
+export interface KeptHit {
+  readonly wire: Buffer;
+  readonly ttlOffsets: readonly number[];
+  readonly remainingSeconds: number;
+}
+
+/**
+ * The answers autopath made, kept per asking namespace and question, so a warm walked lookup is
+ * one read, not the walk again through cached steps. Apart from the cache: a pod of another
+ * namespace asking `<name>.<ns>.svc.<zone>` by its full name must get the cluster's NXDOMAIN, so
+ * the answer is never kept under the asked name where the cache would serve it to anyone; it is
+ * looked up here only after the asker was found to be of `<ns>` with the default search path.
+ *
+ * Kept for the shortest TTL in the answer (as the cache keeps the steps), and dropped whole at the
+ * cache's next drop: a walk reads several names of the cluster zone (each step's NXDOMAIN, the name
+ * found), any of which a push may change, and each IXFR's evictions include the zone's apex, so
+ * telling which walks a change touched would drop them all anyway.
+ */
+export class KeptWalks {
+  private readonly walks: LRUCache<string, KeptWalk> | undefined;
+  private readonly clients: LRUCache<string, KeptClient> | undefined;
+
+  constructor(private readonly deps: KeptWalksDeps) {
+    this.walks = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
+    this.clients = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
+  }
+
+  /**
+   * The client map's entry for an address, as read last within its TTL and since the cache's last
+   * drop (the client map is pushed like the rest of the zone), or undefined: read it again. Saves
+   * each walk the question to the cache and the decoding of its TXT.
+   */
+  client(address: string): ClientEntry | undefined {
+    const kept = this.clients?.get(address);
+    if (kept === undefined) return undefined;
+    if (kept.expiresAtMs <= this.deps.now() || kept.drops !== this.deps.drops()) {
+      this.clients?.delete(address);
+      return undefined;
+    }
+    return kept.entry;
+  }
+
+  /** Keeps an address's entry as read (clientEntryOf), unless the cache dropped something since `token`. */
+  keepClient(address: string, entry: ClientEntry, token: number): void {
+    if (this.clients === undefined || token !== this.deps.drops() || !(entry.ttlSeconds > 0)) return;
+    this.clients.set(address, { entry, expiresAtMs: this.deps.now() + entry.ttlSeconds * 1000, drops: token });
+  }
+
+  /** The key of a question walked for a pod of `namespace`: its name (lower case), type and DO bit (the cache's). */
+  static keyOf(namespace: string, name: string, qtype: number, dnssecOk: boolean): string {
+    return `${namespace}|${name}|${qtype}|${dnssecOk ? 1 : 0}`;
+  }
+
+  /** Taken before a walk's steps are asked: keep() with it keeps the answer only if nothing was dropped meanwhile. */
+  token(): number {
+    return this.deps.drops();
+  }
+
+  /** The kept answer for this key, or undefined: none, expired, or made before the cache's last drop. */
+  get(key: string): KeptHit | undefined {
+    const kept = this.walks?.get(key);
+    if (kept === undefined) return undefined;
+    const remainingSeconds = kept.ttlSeconds - Math.floor((this.deps.now() - kept.storedAtMs) / 1000);
+    if (remainingSeconds <= 0 || kept.drops !== this.deps.drops()) {
+      this.walks?.delete(key);
+      return undefined;
+    }
+    return { wire: kept.wire, ttlOffsets: kept.ttlOffsets, remainingSeconds };
+  }
+
+  /**
+   * Keeps a walk's answer (answerThroughSearch's template) under `key`, with every TTL set to its
+   * shortest. Not when a drop came after `token` (a step may have been answered from the old
+   * state), nor an answer of TTL 0.
+   */
+  keep(key: string, template: Buffer, token: number): void {
+    if (this.walks === undefined || token !== this.deps.drops()) return;
+    const records = scanResponse(template).records;
+    if (records.length === 0) return;
+    const ttlSeconds = Math.min(...records.map((r) => r.ttl));
+    if (ttlSeconds <= 0) return;
+    const wire = Buffer.from(template);
+    for (const r of records) wire.writeUInt32BE(ttlSeconds, r.ttlOffset);
+    this.walks.set(key, {
+      wire,
+      ttlOffsets: records.map((r) => r.ttlOffset),
+      ttlSeconds,
+      storedAtMs: this.deps.now(),
+      drops: token,
+    });
+  }
+
+  get size(): number {
+    return this.walks?.size ?? 0;
+  }
+}
