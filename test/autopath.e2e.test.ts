@@ -131,6 +131,15 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
     ]);
     const none = await ask(APP, 'nothing.example.testns.svc.cluster.local');
     expect([none.flags.rcode, none.answers.length]).toEqual([RCODE.NXDOMAIN, 0]);
+    // What a walk learnt of the names above its steps (RFC 8020) leaves a namespace that exists
+    // asked: the record-builder answers `shop.svc.cluster.local` NODATA, not NXDOMAIN.
+    const ent = await queryDns({ host: '127.0.0.1', port: stack.rbPort }, 'shop.svc.cluster.local', QTYPE.A);
+    expect([ent.flags.rcode, ent.answers.length]).toEqual([RCODE.NOERROR, 0]);
+    expect((await ask(APP, 'api.shop.testns.svc.cluster.local')).flags.rcode).toBe(RCODE.NXDOMAIN);
+    expect(answers(await ask(APP, 'web.shop.testns.svc.cluster.local', stack.fwPort, QTYPE.AAAA))).toEqual([
+      'web.shop.testns.svc.cluster.local. web.shop.svc.cluster.local.',
+      'web.shop.svc.cluster.local. fd00::10',
+    ]);
   });
 
   it('walks for nobody else: a pod with its own dnsConfig, an unknown address, a pod of another namespace', async () => {

@@ -165,10 +165,24 @@ export async function startTestUpstream(initial: TestUpstreamOptions = {}): Prom
       [[], [soaRecord(options.negativeTtl ?? 60)], []],
     );
 
+  /** Every name with records below it, as a real server answers it: NODATA, not NXDOMAIN (RFC 8020). */
+  let ancestorsOf: { records: TestUpstreamOptions['records']; names: Set<string> } | undefined;
+  const emptyNonTerminal = (name: string): boolean => {
+    if (ancestorsOf?.records !== options.records) {
+      const names = new Set<string>();
+      for (const owner of Object.keys(options.records ?? {})) {
+        const labels = toFqdn(owner.toLowerCase()).slice(0, -1).split('.');
+        for (let i = 1; i < labels.length; i++) names.add(`${labels.slice(i).join('.')}.`);
+      }
+      ancestorsOf = { records: options.records, names };
+    }
+    return ancestorsOf?.names.has(name.toLowerCase()) === true;
+  };
+
   const reply = (q: ParsedQuery): Buffer => {
     const name = toFqdn(q.qname);
     const records = options.records?.[name] ?? options.records?.[name.slice(0, -1)];
-    if (!records) return negative(q, RCODE.NXDOMAIN);
+    if (!records) return negative(q, emptyNonTerminal(name) ? RCODE.NOERROR : RCODE.NXDOMAIN);
     // ANY: every record at the name, as an authoritative server without RFC 8482 sends it.
     const matching = records.filter((r) => q.qtype === QTYPE.ANY || r.type === q.qtype || r.type === QTYPE.CNAME);
     if (matching.length === 0) return negative(q, RCODE.NOERROR);

@@ -37,6 +37,22 @@ describe('upstream-cli', () => {
     }
   });
 
+  it('answers a name with records below it NODATA, as a real server does, and a name with none NXDOMAIN', async () => {
+    const upstream = await launchProcess({
+      script: CLI,
+      args: ['--port=0', '--records={"web.Shop.svc.cluster.local.":[{"type":1,"address":"10.96.1.10"}]}'],
+    });
+    try {
+      const server = { host: '127.0.0.1', port: Number(upstream.ready.port) };
+      for (const name of ['shop.svc.cluster.local', 'SVC.cluster.local', 'local'])
+        expect([name, (await queryDns(server, name, QTYPE.A)).flags.rcode]).toEqual([name, 0]);
+      for (const name of ['other.svc.cluster.local', 'x.web.shop.svc.cluster.local'])
+        expect([name, (await queryDns(server, name, QTYPE.A)).flags.rcode]).toEqual([name, 3]);
+    } finally {
+      await upstream.stop();
+    }
+  });
+
   it('answers after --delay: an upstream that far away', async () => {
     const upstream = await launchProcess({
       script: CLI,

@@ -1,4 +1,4 @@
-import type { Buffer } from 'node:buffer';
+import { Buffer } from 'node:buffer';
 import { createSilentLogger } from '@cluster-dns/runtime';
 import {
   buildQueryMessage,
@@ -19,7 +19,7 @@ import type { ForwarderRequest } from '../config/forwarder-request.js';
 import { cacheKeyOf, ReplyCache, toCachedReply } from '../plugins/cache/cache.js';
 import { CacheStage } from '../plugins/cache/cache-stage.js';
 import { testRoute } from '../testing/test-chain.js';
-import { createHitLane } from './hit-lane.js';
+import { createHitLane, type HitLaneDeps } from './hit-lane.js';
 import { ServerQueryCounts } from './query-counts.js';
 
 const UDP: QueryContext = { transport: 'udp', remoteAddress: '127.0.0.1', remotePort: 4000, family: 4 };
@@ -48,7 +48,7 @@ function upstreamReply(name: string, count: number) {
  * The forwarder's two ways to a cached answer, side by side and without sockets: the express
  * lane, and the query pipeline with the cache stage in front of an upstream that answers at once.
  */
-function twoWays(options: { prefetchHits?: number } = {}) {
+function twoWays(options: { prefetchHits?: number; walkAtOnce?: HitLaneDeps['walkAtOnce'] } = {}) {
   let nowMs = 5_000_000;
   let bypass = false;
   const cache = new ReplyCache(100, () => nowMs, 3600);
@@ -79,7 +79,13 @@ function twoWays(options: { prefetchHits?: number } = {}) {
     udpPayloadBytes: PAYLOAD,
     observe: (outcome) => counts.observe(outcome),
   });
-  const lane = createHitLane({ cacheStage: stage, queries: counts, udpPayloadBytes: PAYLOAD, bypass: () => bypass });
+  const lane = createHitLane({
+    cacheStage: stage,
+    queries: counts,
+    udpPayloadBytes: PAYLOAD,
+    bypass: () => bypass,
+    ...(options.walkAtOnce ? { walkAtOnce: options.walkAtOnce } : {}),
+  });
   return {
     lane,
     stage,
@@ -186,5 +192,22 @@ describe('the express lane (cache hits before the pipeline)', () => {
     ]);
     expect(lane.stage.counts).toEqual(whole.stage.counts);
     expect(lane.stage.counts.hits).toBe(3);
+  });
+
+  it('asks autopath for a kept walk when the cache has no answer, and answers with it, from the sender it names', () => {
+    const asked: string[] = [];
+    const walked = Buffer.from('walked');
+    const ways = twoWays({
+      walkAtOnce: (_raw, _q, from) => {
+        asked.push(from);
+        return from === '10.244.1.5' ? walked : undefined;
+      },
+    });
+    expect(ways.lane(raw('api.example.com.testns.svc.cluster.local'), 4, '10.244.1.5')).toBe(walked);
+    expect(ways.lane(raw('api.example.com.testns.svc.cluster.local'), 4, '10.244.2.5')).toBeUndefined();
+    // A hit the chain need not see is the cache's: autopath is not asked.
+    ways.store('svc-1.example.org');
+    expect(ways.lane(raw('svc-1.example.org'), 4, '10.244.1.5')).toBeDefined();
+    expect(asked).toEqual(['10.244.1.5', '10.244.2.5']);
   });
 });

@@ -13,8 +13,9 @@ export interface HitLaneDeps {
   /** True for a cached reply a stage before the cache must see first (autopath/search-path.ts's chainFirst). */
   leaveToChain?: (raw: Buffer, reply: Buffer, qtype: number) => boolean;
   /**
-   * For a reply leaveToChain leaves to the chain: the answer autopath kept for this asker's walk of
-   * the name (AutopathStage.keptAtOnce), the same the chain would give, or undefined.
+   * For a query the cache has no answer to, or whose answer leaveToChain leaves to the chain: the
+   * answer autopath kept for this asker's walk of the name (AutopathStage.keptAtOnce), the same the
+   * chain would give, or undefined.
    */
   walkAtOnce?: (raw: Buffer, question: PlainQuestion, remoteAddress: string) => Buffer | undefined;
 }
@@ -35,7 +36,9 @@ export function createHitLane(deps: HitLaneDeps): ExpressLane {
   return (raw, family, remoteAddress) => {
     if (!readPlainQuery(raw, question) || question.qclass !== QCLASS.IN || deps.bypass()) return undefined;
     let reply = cacheStage.hitAtOnce(raw, question, udpPayloadBytes);
-    if (reply !== undefined && deps.leaveToChain?.(raw, reply, question.qtype))
+    // A kept walk answers a first step whatever the cache holds of it: a walk that knew the
+    // cluster has no such name never asked the first step at all.
+    if (reply === undefined || deps.leaveToChain?.(raw, reply, question.qtype))
       reply = deps.walkAtOnce?.(raw, question, remoteAddress);
     if (reply !== undefined) queries.count(question.qtype, false, family === 6, (reply[3] as number) & RCODE_MASK, 0);
     return reply;

@@ -83,7 +83,8 @@ function walker(
   const behind = (request: ForwarderRequest) => {
     const q = request.query;
     asked.push({ name: q.key, qtype: q.qtype, own: request.ownQuestion === true });
-    const rrs = ZONES[q.key];
+    // An empty non-terminal (a name with names below it) exists, as on an authoritative server.
+    const rrs = ZONES[q.key] ?? (Object.keys(ZONES).some((n) => n.endsWith(`.${q.key}`)) ? [] : undefined);
     if (!rrs) {
       const wire = encodeMessage({
         id: 0,
@@ -524,5 +525,54 @@ describe('autopath: walked answers kept per asking namespace', () => {
     // The same query without the option, from the pod itself: answered at once.
     expect(readPlainQuery(plain, question)).toBe(true);
     expect(w.stage.keptAtOnce(plain, question, '10.244.1.5', 1232)).toBeDefined();
+  });
+
+  it('asks no cluster step below a name known not to exist (RFC 8020): a second outside name goes straight out', async () => {
+    const w = keeping();
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    // Learnt beside the first walk's steps: no Service `com` in testns, no namespace `com`.
+    expect(names(w)).toEqual(expect.arrayContaining(['com.testns.svc.cluster.local.', 'com.svc.cluster.local.']));
+    w.asked.length = 0;
+    ZONES['www.example.com.'] = [a('www.example.com.', '192.0.2.11', 300)];
+    try {
+      const reply = await w.ask('www.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+      expect(reply.answers.map((r) => r.target ?? r.address)).toEqual(['www.example.com.', '192.0.2.11']);
+      expect(names(w)).toEqual(['www.example.com.']);
+      // Found nowhere: the first step's own NXDOMAIN, asked then.
+      w.asked.length = 0;
+      const none = await w.ask('nothing.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+      expect(none.flags.rcode).toBe(RCODE.NXDOMAIN);
+      expect(names(w)).toEqual(['nothing.example.com.', 'nothing.example.com.testns.svc.cluster.local.']);
+      // A push forgets what was known: the cluster is asked again.
+      w.clock.drops++;
+      w.asked.length = 0;
+      await w.ask('www.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+      expect(names(w)).toContain('www.example.com.svc.cluster.local.');
+    } finally {
+      delete ZONES['www.example.com.'];
+    }
+  });
+
+  it('still asks a cluster step whose cut exists: `web.other` is looked for in the namespace `other`', async () => {
+    const w = keeping();
+    await w.ask('db.other.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    w.asked.length = 0;
+    const reply = await w.ask('web.other.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(reply.answers.map((r) => r.target ?? r.address)).toEqual(['web.other.svc.cluster.local.', '10.96.0.20']);
+    // `other.testns.svc` is known NXDOMAIN, so the first step is not needed up front; `other.svc` exists.
+    expect(names(w)).toEqual(['web.other.svc.cluster.local.']);
+  });
+
+  it('keeps that an address is nobody’s for the map’s negative TTL: a node cache’s steps, shaped like first steps, look it up once', async () => {
+    const w = keeping();
+    const mapReads = () => w.asked.filter((q) => q.name === '10-244-9-9.client.dns.cluster.local.').length;
+    for (const name of ['web.other', 'web.shop', 'web.other'])
+      expect((await w.ask(`${name}.svc.cluster.local`, QTYPE.A, w.from('10.244.9.9'))).flags.rcode).toBeDefined();
+    expect(mapReads()).toBe(1);
+    expect(w.stage.counts.skipped).toBe(3);
+    // The SOA's TTL (5 s) later, asked again.
+    w.clock.ms += 5_000;
+    await w.ask('web.other.svc.cluster.local', QTYPE.A, w.from('10.244.9.9'));
+    expect(mapReads()).toBe(2);
   });
 });

@@ -11,6 +11,7 @@ import {
   type Next,
   type PlainQuestion,
   QCLASS,
+  QTYPE,
   RCODE,
   type Reply,
   readName,
@@ -103,7 +104,7 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const asker = this.askerOf(raw, remoteAddress);
     if (asker.carried) return undefined;
     const entry = kept.client(asker.address);
-    if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) return undefined;
+    if (!entry || entry.namespace !== step.namespace || !entry.searchDefault) return undefined;
     const hit = kept.get(KeptWalks.keyOf(entry.namespace, name, question.qtype, question.dnssecOk));
     if (hit === undefined) return undefined;
     return answerPlainQuery(hit.wire, raw, question, udpPayloadBytes, hit.ttlOffsets, hit.remainingSeconds, true);
@@ -134,17 +135,17 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     next: Next<ForwarderRequest>,
   ): Promise<ClientEntry | undefined> {
     const token = this.kept?.token();
-    const entry = clientEntryOf(
-      (await next(clientMapRequest(request, address, this.settings.zone))) as Buffer | undefined,
-    );
-    if (entry !== undefined && token !== undefined) this.kept?.keepClient(address, entry, token);
+    const reply = await next(clientMapRequest(request, address, this.settings.zone));
+    const entry = clientEntryOf(reply as Buffer | undefined);
+    if (token !== undefined) this.kept?.keepClient(address, entry, reply, token);
     return entry;
   }
 
   private async walk(request: ForwarderRequest, step: FirstStep, next: Next<ForwarderRequest>): Promise<Reply> {
     const { zone, extraSearch } = this.settings;
     const asker = this.askerOf(request.query.raw, request.context.remoteAddress);
-    const entry = this.kept?.client(asker.address) ?? (await this.readClient(request, asker.address, next));
+    const kept = this.kept?.client(asker.address);
+    const entry = kept === null ? undefined : (kept ?? (await this.readClient(request, asker.address, next)));
     if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) {
       this.counts.skipped++;
       return next(request);
@@ -179,24 +180,70 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     // cluster has is never sent to the upstreams.
     const inZone = rest.filter((name) => isInZone(name, zone) && !this.cannotExist(step, name));
     const outside = rest.filter((name) => !isInZone(name, zone));
+    // A cluster step below a name known not to exist does not exist either (RFC 8020): with
+    // `com.testns.svc.<zone>` and `com.svc.<zone>` known NXDOMAIN, no `*.com` name is asked of the
+    // cluster. Where every cluster step is so known, the outside steps go at once.
+    const cutOf = (name: Fqdn) => cutAbove(step, name);
+    const known = (name: Fqdn) => {
+      const cut = cutOf(name);
+      return cut !== undefined && this.kept?.cut(cut) === 'absent';
+    };
+    const zoneToAsk = inZone.filter((name) => !known(name));
     // The first step too is asked for the pod, not carried on: behind a node cache that walks, the
     // Pod's forwarder (trusting it) would otherwise walk it again, and its answer, made for one pod,
     // would pass this cache by.
-    const [first, ...zoneReplies] = await Promise.all([
-      next({ ...request, walkedFor: asker.address }),
-      ...inZone.map(ask),
+    const askFirst = () => next({ ...request, walkedFor: asker.address });
+    // The first step is asked with the others unless it is known not to exist; then it is asked
+    // only if the walk finds nothing, for the NXDOMAIN the pod walks on from.
+    const first = known(q.key) ? undefined : askFirst();
+    // The cuts not known yet are learnt beside the steps, at no added wait: once per label and domain.
+    const cuts = [...new Set([q.key, ...inZone].map(cutOf))].filter(
+      (cut): cut is Fqdn => cut !== undefined && this.kept?.cut(cut) === 'unknown',
+    );
+    const [firstReply, ...replies] = await Promise.all([
+      first,
+      ...zoneToAsk.map(ask),
+      ...cuts.map((cut) => next(ownRequest(request, cut, QTYPE.A))),
     ]);
-    const inCluster = pickStep(inZone, zoneReplies);
-    if (replyRcode(first) !== RCODE.NXDOMAIN) return first;
-    if (inCluster === 'failed') return first;
-    const found = inCluster ?? pickStep(outside, await Promise.all(outside.map(ask)));
+    if (token !== undefined)
+      cuts.forEach((cut, i) => {
+        this.kept?.keepCut(cut, replies[zoneToAsk.length + i], token);
+      });
+    const inCluster = pickStep(zoneToAsk, replies.slice(0, zoneToAsk.length));
+    if (firstReply !== undefined && replyRcode(firstReply) !== RCODE.NXDOMAIN) return firstReply;
     // At no step, or a failure part way: the first step's NXDOMAIN, and the pod walks on itself, as without us.
-    if (found === undefined || found === 'failed') return first;
+    const notFound = () => firstReply ?? askFirst();
+    if (inCluster === 'failed') return notFound();
+    const found = inCluster ?? pickStep(outside, await Promise.all(outside.map(ask)));
+    if (found === undefined || found === 'failed') return notFound();
+    return this.answerFound(found, q, key, token, finish);
+  }
+
+  /** The answer through the step that has the name: a CNAME to it and its records, kept for the asker's namespace. */
+  private answerFound(
+    found: { name: Fqdn; reply: Buffer },
+    q: ForwarderRequest['query'],
+    key: string,
+    token: number | undefined,
+    finish: (template: Buffer) => Buffer,
+  ): Buffer {
     this.counts.found++;
     const template = answerThroughSearch({ name: q.key, qtype: q.qtype, qclass: q.qclass }, found.name, found.reply);
     if (token !== undefined) this.kept?.keep(key, template, token);
     return finish(template);
   }
+}
+
+/**
+ * The name a cluster step lies below that is likeliest not to exist, for RFC 8020's cut: the last
+ * label typed under the step's search domain (`com.testns.svc.<zone>` for the step
+ * `api.example.com.testns.svc.<zone>`, `com.svc.<zone>` for `api.example.com.svc.<zone>`), or
+ * undefined when what was typed is one label (the step is that name itself).
+ */
+function cutAbove(step: FirstStep, name: Fqdn): Fqdn | undefined {
+  const dot = step.base.lastIndexOf('.');
+  if (dot < 0 || !name.startsWith(`${step.base}.`)) return undefined;
+  return `${step.base.slice(dot + 1)}${name.slice(step.base.length)}` as Fqdn;
 }
 
 /** The labels directly below a cluster zone that the Kubernetes DNS schema has (spec §2.1; ns.dns ours). */

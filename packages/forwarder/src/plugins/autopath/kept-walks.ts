@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer';
-import { scanResponse } from '@cluster-dns/wire';
+import { QTYPE, RCODE, type Reply, replyRcode, scanResponse } from '@cluster-dns/wire';
 import { LRUCache } from 'lru-cache';
 import type { ClientEntry } from './client-map.js';
 
@@ -18,7 +18,8 @@ export interface KeptWalksDeps {
 
 /** An asker's client map entry as kept: read once per TTL, not once per walk. */
 interface KeptClient {
-  readonly entry: ClientEntry;
+  /** null: the client map has no such address (an NXDOMAIN: a node, a hostNetwork pod). */
+  readonly entry: ClientEntry | null;
   readonly expiresAtMs: number;
   readonly drops: number;
 }
@@ -55,18 +56,56 @@ export interface KeptHit {
 export class KeptWalks {
   private readonly walks: LRUCache<string, KeptWalk> | undefined;
   private readonly clients: LRUCache<string, KeptClient> | undefined;
+  private readonly cuts: LRUCache<string, { absent: boolean; expiresAtMs: number }> | undefined;
+  private cutsDrops = -1;
 
   constructor(private readonly deps: KeptWalksDeps) {
     this.walks = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
     this.clients = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
+    this.cuts = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
+  }
+
+  /**
+   * What is known of a name above a walk's steps (RFC 8020's cut): 'absent' (an NXDOMAIN),
+   * 'present' (NOERROR: it or names below it exist), each within its TTL since the cache's last
+   * drop; undefined when unknown, or nothing is kept at all (then it is never asked to learn it).
+   */
+  cut(name: string): 'absent' | 'present' | 'unknown' | undefined {
+    if (this.cuts === undefined) return undefined;
+    if (this.cutsDrops !== this.deps.drops()) {
+      this.cuts.clear();
+      this.cutsDrops = this.deps.drops();
+      return 'unknown';
+    }
+    const known = this.cuts.get(name);
+    if (known === undefined) return 'unknown';
+    if (known.expiresAtMs > this.deps.now()) return known.absent ? 'absent' : 'present';
+    this.cuts.delete(name);
+    return 'unknown';
+  }
+
+  /** Keeps what `reply` says of `name` (NXDOMAIN or NOERROR) for its shortest TTL, unless the cache dropped something since `token`. */
+  keepCut(name: string, reply: Reply, token: number): void {
+    const rcode = replyRcode(reply);
+    if (this.cuts === undefined || token !== this.deps.drops()) return;
+    if (rcode !== RCODE.NXDOMAIN && rcode !== RCODE.NOERROR) return;
+    const ttlSeconds = shortestTtl(reply as Buffer);
+    if (ttlSeconds <= 0) return;
+    if (this.cutsDrops !== token) {
+      this.cuts.clear();
+      this.cutsDrops = token;
+    }
+    this.cuts.set(name, { absent: rcode === RCODE.NXDOMAIN, expiresAtMs: this.deps.now() + ttlSeconds * 1000 });
   }
 
   /**
    * The client map's entry for an address, as read last within its TTL and since the cache's last
    * drop (the client map is pushed like the rest of the zone), or undefined: read it again. Saves
-   * each walk the question to the cache and the decoding of its TXT.
+   * each walk the question to the cache and the decoding of its TXT. null: known to be nobody's
+   * (the map's NXDOMAIN, kept for its TTL): a node cache's steps to the Pod's forwarder have the
+   * shape of first steps, and are not looked up each time.
    */
-  client(address: string): ClientEntry | undefined {
+  client(address: string): ClientEntry | null | undefined {
     const kept = this.clients?.get(address);
     if (kept === undefined) return undefined;
     if (kept.expiresAtMs <= this.deps.now() || kept.drops !== this.deps.drops()) {
@@ -76,10 +115,15 @@ export class KeptWalks {
     return kept.entry;
   }
 
-  /** Keeps an address's entry as read (clientEntryOf), unless the cache dropped something since `token`. */
-  keepClient(address: string, entry: ClientEntry, token: number): void {
-    if (this.clients === undefined || token !== this.deps.drops() || !(entry.ttlSeconds > 0)) return;
-    this.clients.set(address, { entry, expiresAtMs: this.deps.now() + entry.ttlSeconds * 1000, drops: token });
+  /**
+   * Keeps an address's entry as read (clientEntryOf), or that it has none when `reply` is the
+   * map's NXDOMAIN, unless the cache dropped something since `token`.
+   */
+  keepClient(address: string, entry: ClientEntry | undefined, reply: Reply, token: number): void {
+    if (this.clients === undefined || token !== this.deps.drops()) return;
+    const ttlSeconds = entry?.ttlSeconds ?? (replyRcode(reply) === RCODE.NXDOMAIN ? shortestTtl(reply as Buffer) : 0);
+    if (!(ttlSeconds > 0)) return;
+    this.clients.set(address, { entry: entry ?? null, expiresAtMs: this.deps.now() + ttlSeconds * 1000, drops: token });
   }
 
   /** The key of a question walked for a pod of `namespace`: its name (lower case), type and DO bit (the cache's). */
@@ -129,4 +173,10 @@ export class KeptWalks {
   get size(): number {
     return this.walks?.size ?? 0;
   }
+}
+
+/** The shortest TTL of a reply's records (OPT aside), 0 for none. */
+function shortestTtl(reply: Buffer): number {
+  const records = scanResponse(reply).records.filter((r) => r.type !== QTYPE.OPT);
+  return records.length > 0 ? Math.min(...records.map((r) => r.ttl)) : 0;
 }
