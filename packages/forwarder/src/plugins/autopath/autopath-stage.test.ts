@@ -356,7 +356,7 @@ describe('autopath: walked answers kept per asking namespace', () => {
   const keeping = () => {
     const clock = { ms: 1_000_000, drops: 0 };
     const kept = new KeptWalks({ drops: () => clock.drops, now: () => clock.ms, maxEntries: 100 });
-    return { ...walker([], false, undefined, kept), clock, kept };
+    return { ...walker([], false, () => true, kept), clock, kept };
   };
   const names = (w: { asked: { name: Fqdn }[] }) => w.asked.map((q) => q.name);
 
@@ -574,5 +574,16 @@ describe('autopath: walked answers kept per asking namespace', () => {
     w.clock.ms += 5_000;
     await w.ask('web.other.svc.cluster.local', QTYPE.A, w.from('10.244.9.9'));
     expect(mapReads()).toBe(2);
+  });
+
+  it('uses no cut where the record-builder does not answer (a stub domain inside the zone): every step asked', async () => {
+    const clock = { ms: 0, drops: 0 };
+    const kept = new KeptWalks({ drops: () => clock.drops, now: () => clock.ms, maxEntries: 100 });
+    const w = walker([], false, () => false, kept);
+    await w.ask('api.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(w.asked.map((q) => q.name)).not.toContain('com.svc.cluster.local.');
+    w.asked.length = 0;
+    await w.ask('www.example.com.testns.svc.cluster.local', QTYPE.A, w.from('10.244.1.5'));
+    expect(w.asked.map((q) => q.name)).toContain('www.example.com.svc.cluster.local.');
   });
 });

@@ -183,7 +183,12 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     // A cluster step below a name known not to exist does not exist either (RFC 8020): with
     // `com.testns.svc.<zone>` and `com.svc.<zone>` known NXDOMAIN, no `*.com` name is asked of the
     // cluster. Where every cluster step is so known, the outside steps go at once.
-    const cutOf = (name: Fqdn) => cutAbove(step, name);
+    // Only where the record-builder answers (it gives every name with names below it NODATA, as
+    // RFC 8020 needs); a stub domain inside the zone is asked as before.
+    const cutOf = (name: Fqdn) => {
+      const cut = cutAbove(step, name);
+      return cut !== undefined && this.servedBySchema?.(cut) === true ? cut : undefined;
+    };
     const known = (name: Fqdn) => {
       const cut = cutOf(name);
       return cut !== undefined && this.kept?.cut(cut) === 'absent';
