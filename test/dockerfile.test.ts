@@ -89,6 +89,27 @@ describe('docker/Dockerfile, read without a Docker engine', () => {
     expect(run(escaped)).toEqual(['µs', 'µs → 😀', 7, 't→1']);
   });
 
+  it('keeps dns2 out of the lanes: each worker loads only what the express lane and the door read', async () => {
+    const { build, stop } = await import('esbuild');
+    try {
+      const result = await build({
+        entryPoints: [`${root}/packages/forwarder/dist/lane-worker.js`],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        write: false,
+        metafile: true,
+        outdir: '/nonexistent',
+        logLevel: 'silent',
+      });
+      const inputs = Object.keys(Object.values(result.metafile.outputs)[0]?.inputs ?? {});
+      expect(inputs.some((i) => i.includes('lane.js'))).toBe(true);
+      expect(inputs.filter((i) => /dns2|wire\/dist\/message\.js/.test(i))).toEqual([]);
+    } finally {
+      await stop();
+    }
+  });
+
   it('has a node-cache target: the forwarder bundle’s node-local entry, as root with ip, iptables and nft', async () => {
     const lines = stages.get('node-cache') ?? [];
     expect(lines[0]).toMatch(/^FROM \$\{NODE_IMAGE\} AS node-cache$/);

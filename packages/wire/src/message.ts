@@ -5,6 +5,7 @@ import type { DnsFlags } from './dns-flags.js';
 import { NameError, QueryFormatError } from './errors.js';
 import { canonicalIpv6 } from './ip-address.js';
 import { MessageWriter } from './message-writer.js';
+import { wireTtl } from './wire-ttl.js';
 
 export type { DnsFlags };
 
@@ -214,15 +215,6 @@ function readRecordData(raw: Buffer, record: RecordHead, at: number, end: number
     default:
       return { ...head, type: record.type, rdata: Buffer.from(raw.subarray(at, end)) };
   }
-}
-
-/**
- * A record's TTL as RFC 2181 §8 says to take it: a value with the top bit set is 0. The OPT's
- * TTL field is not a TTL (extended rcode, version, flags) and is read as it is.
- */
-export function wireTtl(raw: Buffer, offset: number, type: number): number {
-  const ttl = raw.readUInt32BE(offset);
-  return type !== QTYPE.OPT && ttl > 0x7fffffff ? 0 : ttl;
 }
 
 /**

@@ -2,8 +2,8 @@ import type { Buffer } from 'node:buffer';
 import { FLAG, HEADER_BYTES, QTYPE, RCODE, RCODE_MASK } from './constants.js';
 import { QueryFormatError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
-import { wireTtl } from './message.js';
 import { readName, skipName } from './names-on-wire.js';
+import { wireTtl } from './wire-ttl.js';
 
 export interface ScannedRecord {
   readonly section: 'answer' | 'authority' | 'additional';
