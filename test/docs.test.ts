@@ -140,6 +140,10 @@ const OTHER_TOOLS = new Set<string>([
   'cluster-domain',
   'max-old-space-size', // node
   'expose-gc',
+  'optimize-for-size', // V8 flags tried on the lanes (bench/README.md, case 11)
+  'no-sparkplug',
+  'max-lazy',
+  'single-threaded-gc',
   'validate', // kubectl
   'records-file', // testkit's upstream-cli
   'p53', // dnsmasq's -p53 form, in runtime's flag syntax
