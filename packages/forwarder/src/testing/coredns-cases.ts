@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
-import { CorefileError, filesOf, readCorefile, type ServerConfig } from '@cluster-dns/runtime';
+import { CorefileError, filesOf, RCODE_BY_NAME, readCorefile, type ServerConfig } from '@cluster-dns/runtime';
 import {
   buildQueryMessage,
   classFromText,
@@ -18,7 +18,6 @@ import {
   parseRecordText,
   QCLASS,
   type QueryContext,
-  RCODE,
   ROOT,
   recordText,
   type Stage,
@@ -137,21 +136,7 @@ export function readCase(c: SetupCase | ServeCase): { servers?: ServerConfig[]; 
   }
 }
 
-const RCODES: Record<string, number> = {
-  NOERROR: RCODE.NOERROR,
-  FORMERR: RCODE.FORMERR,
-  SERVFAIL: RCODE.SERVFAIL,
-  NXDOMAIN: RCODE.NXDOMAIN,
-  NOTIMP: RCODE.NOTIMP,
-  REFUSED: RCODE.REFUSED,
-  YXDOMAIN: 6,
-  YXRRSET: 7,
-  NXRRSET: 8,
-  NOTAUTH: 9,
-  NOTZONE: 10,
-};
-
-export const rcodeOf = (name: string | undefined) => RCODES[name ?? 'NOERROR'] ?? Number(name);
+export const rcodeOf = (name: string | undefined) => RCODE_BY_NAME[name ?? 'NOERROR'] ?? Number(name);
 
 const records = (texts: readonly string[] | undefined): DecodedRr[] => (texts ?? []).map((t) => parseRecordText(t));
 

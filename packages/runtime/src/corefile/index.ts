@@ -48,5 +48,6 @@ export type {
 } from './plugins/rewrite.js';
 export type { ChaosConfig, Dns64Config } from './plugins/small.js';
 export type { TemplateConfig } from './plugins/template.js';
+export { RCODE_BY_NAME } from './rcode-names.js';
 export { type ReadCorefileOptions, readCorefile, type ServerConfig } from './server-blocks.js';
 export { corefilePlanText, type ValidateOptions, validateCorefile, validateCorefileAt } from './validate.js';

@@ -104,8 +104,8 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const asker = this.askerOf(raw, remoteAddress);
     if (asker.carried) return undefined;
     const entry = kept.client(asker.address);
-    if (!entry || entry.namespace !== step.namespace || !entry.searchDefault) return undefined;
-    const hit = kept.get(KeptWalks.keyOf(entry.namespace, name, question.qtype, question.dnssecOk));
+    if (!walksFor(entry, step)) return undefined;
+    const hit = kept.get(KeptWalks.keyOf(step.namespace, name, question.qtype, question.dnssecOk));
     if (hit === undefined) return undefined;
     return answerPlainQuery(hit.wire, raw, question, udpPayloadBytes, hit.ttlOffsets, hit.remainingSeconds, true);
   }
@@ -146,13 +146,13 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     const asker = this.askerOf(request.query.raw, request.context.remoteAddress);
     const kept = this.kept?.client(asker.address);
     const entry = kept === null ? undefined : (kept ?? (await this.readClient(request, asker.address, next)));
-    if (entry === undefined || entry.namespace !== step.namespace || !entry.searchDefault) {
+    if (!walksFor(entry, step)) {
       this.counts.skipped++;
       return next(request);
     }
     this.counts.walked++;
     const q = request.query;
-    const key = KeptWalks.keyOf(entry.namespace, q.key, q.qtype, q.edns?.dnssecOk ?? false);
+    const key = KeptWalks.keyOf(step.namespace, q.key, q.qtype, q.edns?.dnssecOk ?? false);
     const hit = this.kept?.get(key);
     const option = asker.carried
       ? { option: { code: CLIENT_ADDRESS_OPTION, data: encodeClientAddress(asker.address) } }
@@ -189,9 +189,17 @@ export class AutopathStage implements Stage<ForwarderRequest> {
       const cut = cutAbove(step, name);
       return cut !== undefined && this.servedBySchema?.(cut) === true ? cut : undefined;
     };
+    // Each cut looked up once: what is known of it now.
+    const cutsOf = new Map(
+      [q.key, ...inZone].flatMap((name) => {
+        const cut = cutOf(name);
+        return cut === undefined ? [] : [[name, cut] as const];
+      }),
+    );
+    const stateOf = new Map([...new Set(cutsOf.values())].map((cut) => [cut, this.kept?.cut(cut)] as const));
     const known = (name: Fqdn) => {
-      const cut = cutOf(name);
-      return cut !== undefined && this.kept?.cut(cut) === 'absent';
+      const cut = cutsOf.get(name);
+      return cut !== undefined && stateOf.get(cut) === 'absent';
     };
     const zoneToAsk = inZone.filter((name) => !known(name));
     // The first step too is asked for the pod, not carried on: behind a node cache that walks, the
@@ -202,9 +210,7 @@ export class AutopathStage implements Stage<ForwarderRequest> {
     // only if the walk finds nothing, for the NXDOMAIN the pod walks on from.
     const first = known(q.key) ? undefined : askFirst();
     // The cuts not known yet are learnt beside the steps, at no added wait: once per label and domain.
-    const cuts = [...new Set([q.key, ...inZone].map(cutOf))].filter(
-      (cut): cut is Fqdn => cut !== undefined && this.kept?.cut(cut) === 'unknown',
-    );
+    const cuts = [...stateOf].filter(([, state]) => state === 'unknown').map(([cut]) => cut);
     const [firstReply, ...replies] = await Promise.all([
       first,
       ...zoneToAsk.map(ask),
@@ -249,6 +255,11 @@ function cutAbove(step: FirstStep, name: Fqdn): Fqdn | undefined {
   const dot = step.base.lastIndexOf('.');
   if (dot < 0 || !name.startsWith(`${step.base}.`)) return undefined;
   return `${step.base.slice(dot + 1)}${name.slice(step.base.length)}` as Fqdn;
+}
+
+/** Whether a pod with this client-map entry is walked for at this first step: of its namespace, with the default search path. */
+function walksFor(entry: ClientEntry | null | undefined, step: FirstStep): boolean {
+  return entry?.namespace === step.namespace && entry.searchDefault;
 }
 
 /** The labels directly below a cluster zone that the Kubernetes DNS schema has (spec §2.1; ns.dns ours). */

@@ -21,7 +21,6 @@ interface KeptClient {
   /** null: the client map has no such address (an NXDOMAIN: a node, a hostNetwork pod). */
   readonly entry: ClientEntry | null;
   readonly expiresAtMs: number;
-  readonly drops: number;
 }
 
 /** A walk's answer as kept: the template (every TTL the same) and where its TTLs are. */
@@ -30,8 +29,12 @@ interface KeptWalk {
   readonly ttlOffsets: readonly number[];
   readonly ttlSeconds: number;
   readonly storedAtMs: number;
-  /** The cache's drop count when the walk's first step was asked. */
-  readonly drops: number;
+}
+
+/** What is known of a name above a walk's steps (RFC 8020's cut), until `expiresAtMs`. */
+interface KeptCut {
+  readonly absent: boolean;
+  readonly expiresAtMs: number;
 }
 
 /** A kept walk found for a question: its template, TTL fields and the seconds left to them. */
@@ -54,29 +57,44 @@ export interface KeptHit {
  * telling which walks a change touched would drop them all anyway.
  */
 export class KeptWalks {
-  private readonly walks: LRUCache<string, KeptWalk> | undefined;
-  private readonly clients: LRUCache<string, KeptClient> | undefined;
-  private readonly cuts: LRUCache<string, { absent: boolean; expiresAtMs: number }> | undefined;
-  private cutsDrops = -1;
+  private readonly walks?: LRUCache<string, KeptWalk>;
+  private readonly clients?: LRUCache<string, KeptClient>;
+  private readonly cuts?: LRUCache<string, KeptCut>;
+  /** The cache's drop count everything kept was read or made under. */
+  private seenDrops = -1;
 
   constructor(private readonly deps: KeptWalksDeps) {
-    this.walks = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
-    this.clients = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
-    this.cuts = deps.maxEntries > 0 ? new LRUCache({ max: deps.maxEntries }) : undefined;
+    if (deps.maxEntries <= 0) return;
+    this.walks = new LRUCache({ max: deps.maxEntries });
+    this.clients = new LRUCache({ max: deps.maxEntries });
+    this.cuts = new LRUCache({ max: deps.maxEntries });
+  }
+
+  /** Forgets everything kept once the cache has dropped anything since: one check for the three kinds. */
+  private sync(): void {
+    const drops = this.deps.drops();
+    if (drops === this.seenDrops) return;
+    this.walks?.clear();
+    this.clients?.clear();
+    this.cuts?.clear();
+    this.seenDrops = drops;
+  }
+
+  /** Whether what was asked under `token` may be kept: nothing dropped since (then synced, so it is kept under it). */
+  private keepable(token: number): boolean {
+    if (this.walks === undefined || token !== this.deps.drops()) return false;
+    this.sync();
+    return true;
   }
 
   /**
    * What is known of a name above a walk's steps (RFC 8020's cut): 'absent' (an NXDOMAIN),
    * 'present' (NOERROR: it or names below it exist), each within its TTL since the cache's last
-   * drop; undefined when unknown, or nothing is kept at all (then it is never asked to learn it).
+   * drop; 'unknown'; undefined when nothing is kept at all (then it is never asked to learn it).
    */
   cut(name: string): 'absent' | 'present' | 'unknown' | undefined {
     if (this.cuts === undefined) return undefined;
-    if (this.cutsDrops !== this.deps.drops()) {
-      this.cuts.clear();
-      this.cutsDrops = this.deps.drops();
-      return 'unknown';
-    }
+    this.sync();
     const known = this.cuts.get(name);
     if (known === undefined) return 'unknown';
     if (known.expiresAtMs > this.deps.now()) return known.absent ? 'absent' : 'present';
@@ -87,15 +105,10 @@ export class KeptWalks {
   /** Keeps what `reply` says of `name` (NXDOMAIN or NOERROR) for its shortest TTL, unless the cache dropped something since `token`. */
   keepCut(name: string, reply: Reply, token: number): void {
     const rcode = replyRcode(reply);
-    if (this.cuts === undefined || token !== this.deps.drops()) return;
-    if (rcode !== RCODE.NXDOMAIN && rcode !== RCODE.NOERROR) return;
+    if ((rcode !== RCODE.NXDOMAIN && rcode !== RCODE.NOERROR) || !this.keepable(token)) return;
     const ttlSeconds = shortestTtl(reply as Buffer);
     if (ttlSeconds <= 0) return;
-    if (this.cutsDrops !== token) {
-      this.cuts.clear();
-      this.cutsDrops = token;
-    }
-    this.cuts.set(name, { absent: rcode === RCODE.NXDOMAIN, expiresAtMs: this.deps.now() + ttlSeconds * 1000 });
+    this.cuts?.set(name, { absent: rcode === RCODE.NXDOMAIN, expiresAtMs: this.deps.now() + ttlSeconds * 1000 });
   }
 
   /**
@@ -106,9 +119,10 @@ export class KeptWalks {
    * shape of first steps, and are not looked up each time.
    */
   client(address: string): ClientEntry | null | undefined {
+    this.sync();
     const kept = this.clients?.get(address);
     if (kept === undefined) return undefined;
-    if (kept.expiresAtMs <= this.deps.now() || kept.drops !== this.deps.drops()) {
+    if (kept.expiresAtMs <= this.deps.now()) {
       this.clients?.delete(address);
       return undefined;
     }
@@ -120,10 +134,10 @@ export class KeptWalks {
    * map's NXDOMAIN, unless the cache dropped something since `token`.
    */
   keepClient(address: string, entry: ClientEntry | undefined, reply: Reply, token: number): void {
-    if (this.clients === undefined || token !== this.deps.drops()) return;
+    if (!this.keepable(token)) return;
     const ttlSeconds = entry?.ttlSeconds ?? (replyRcode(reply) === RCODE.NXDOMAIN ? shortestTtl(reply as Buffer) : 0);
     if (!(ttlSeconds > 0)) return;
-    this.clients.set(address, { entry: entry ?? null, expiresAtMs: this.deps.now() + ttlSeconds * 1000, drops: token });
+    this.clients?.set(address, { entry: entry ?? null, expiresAtMs: this.deps.now() + ttlSeconds * 1000 });
   }
 
   /** The key of a question walked for a pod of `namespace`: its name (lower case), type and DO bit (the cache's). */
@@ -138,10 +152,11 @@ export class KeptWalks {
 
   /** The kept answer for this key, or undefined: none, expired, or made before the cache's last drop. */
   get(key: string): KeptHit | undefined {
+    this.sync();
     const kept = this.walks?.get(key);
     if (kept === undefined) return undefined;
     const remainingSeconds = kept.ttlSeconds - Math.floor((this.deps.now() - kept.storedAtMs) / 1000);
-    if (remainingSeconds <= 0 || kept.drops !== this.deps.drops()) {
+    if (remainingSeconds <= 0) {
       this.walks?.delete(key);
       return undefined;
     }
@@ -154,19 +169,18 @@ export class KeptWalks {
    * state), nor an answer of TTL 0.
    */
   keep(key: string, template: Buffer, token: number): void {
-    if (this.walks === undefined || token !== this.deps.drops()) return;
+    if (!this.keepable(token)) return;
     const records = scanResponse(template).records;
     if (records.length === 0) return;
     const ttlSeconds = Math.min(...records.map((r) => r.ttl));
     if (ttlSeconds <= 0) return;
     const wire = Buffer.from(template);
     for (const r of records) wire.writeUInt32BE(ttlSeconds, r.ttlOffset);
-    this.walks.set(key, {
+    this.walks?.set(key, {
       wire,
       ttlOffsets: records.map((r) => r.ttlOffset),
       ttlSeconds,
       storedAtMs: this.deps.now(),
-      drops: token,
     });
   }
 
