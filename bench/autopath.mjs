@@ -184,7 +184,9 @@ export async function runAutopath({ row, notes, quick }) {
         clusterFqdn.push(`s${fresh()}.other.svc.cluster.local.`);
       }
       const order = outsideShort.flatMap((n, i) => [n, outsideFqdn[i], clusterShort[i], clusterFqdn[i]]);
-      const medians = (ms) => [0, 1, 2, 3].map((k) => median(ms.filter((_, i) => i % 4 === k)));
+      /** Each kind's median, the lookups interleaved by kind. */
+      const medians = (ms, kinds = 4) =>
+        Array.from({ length: kinds }, (_, k) => median(ms.filter((_, i) => i % kinds === k)));
       const [oS, oF, cS, cF] = medians(await timed(pod, order));
       // Warm: the same names again, in the same order, every answer cached (TTLs 30 s and more),
       // five times: the first pass runs code the cold pass barely ran (the kept walks' path); the
@@ -203,7 +205,7 @@ export async function runAutopath({ row, notes, quick }) {
       ]);
       const settled = [];
       for (let pass = 0; pass < 3; pass++) settled.push(...(await timed(pod, withStep)));
-      const [woS, woF, wcS, wcF, woStep] = [0, 1, 2, 3, 4].map((k) => median(settled.filter((_, i) => i % 5 === k)));
+      const [woS, woF, wcS, wcF, woStep] = medians(settled, 5);
       row(`12. autopath: ${way}`, 'cluster-dns', {
         glibcQueriesOutside: glibc,
         muslQueriesOutside: muslQueries,

@@ -55,6 +55,18 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
   let metricsPort = 0;
   const ask = (from: string, name: string, port = stack.fwPort, qtype: number = QTYPE.A) =>
     queryDns({ host: '127.0.0.1', port }, name, qtype, { localAddress: from, timeoutMs: 3000 });
+  /** APP's walk of `name`, asked until it finds the Service just created (a CNAME and its address). */
+  const untilWalkFinds = async (name: string): Promise<DecodedMessage> => {
+    let last: DecodedMessage | undefined;
+    await waitFor(
+      async () => {
+        last = await ask(APP, name);
+        return last.answers.length === 2;
+      },
+      { what: 'the new Service through the walk', seen: () => last && answers(last) },
+    );
+    return last as DecodedMessage;
+  };
   const upstreamAsked = (name: string) =>
     stack.upstream.queries.filter((q) => q.name.toLowerCase() === `${name}.`).length;
 
@@ -174,15 +186,7 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
     stack.api.apply(
       fixtures.service('shop', 'fresh', { clusterIPs: ['10.96.1.77'], ports: [{ name: 'http', port: 80 }] }),
     );
-    let last: DecodedMessage | undefined;
-    await waitFor(
-      async () => {
-        last = await ask(APP, name);
-        return last.answers.length === 2;
-      },
-      { what: 'the new Service through the walk', seen: () => last && answers(last) },
-    );
-    expect(last && answers(last)).toEqual([
+    expect(answers(await untilWalkFinds(name))).toEqual([
       `${name}. fresh.shop.svc.cluster.local.`,
       'fresh.shop.svc.cluster.local. 10.96.1.77',
     ]);
@@ -197,14 +201,8 @@ describe('autopath: a pod’s search walk answered by the cluster’s DNS', () =
       fixtures.service('shop', 'brief', { clusterIPs: ['10.96.1.78'], ports: [{ name: 'http', port: 80 }] }),
     );
     const name = 'brief.shop.testns.svc.cluster.local';
+    await untilWalkFinds(name);
     let last: DecodedMessage | undefined;
-    await waitFor(
-      async () => {
-        last = await ask(APP, name);
-        return last.answers.length === 2;
-      },
-      { what: 'the new Service through the walk', seen: () => last && answers(last) },
-    );
     // The Service's pushes (its zone, then the reverse zone) may land after the walk that found it,
     // each dropping what was kept before it: ask until a walk is answered as kept.
     const before = await kept();
