@@ -1,3 +1,4 @@
+import type { StateFingerprint } from '@cluster-dns/wire';
 import type { EndpointGroup, NodeCacheInfo, PodInfo, ServiceCidrInfo, ServiceInfo } from './cluster-model.js';
 import type { KubeConfigSource } from './kube-config-source.js';
 
@@ -23,6 +24,13 @@ export interface FeedUpdate {
   readonly value: ServiceInfo | EndpointGroup | PodInfo | NodeCacheInfo | ServiceCidrInfo | null;
   /** When the API worker read it off the watch or list (ms since epoch). */
   readonly readAtMs: number;
+  /**
+   * The resourceVersion of the change (a deletion's own, or the list's that no longer had it), and
+   * of the first change folded into this update when several were (the latest state wins):
+   * absent when the API's versions are not integers (cluster-clock.ts).
+   */
+  readonly version?: number;
+  readonly firstVersion?: number;
 }
 
 /** Facts about a resource's watch, delivered after the updates read before them. */
@@ -30,7 +38,18 @@ export type FeedMarker =
   | { readonly kind: 'synced'; readonly resource: ResourceName; readonly objects: number }
   | { readonly kind: 'watching'; readonly resource: ResourceName }
   | { readonly kind: 'error'; readonly resource: ResourceName }
-  | { readonly kind: 'relist'; readonly resource: ResourceName; readonly reason: string };
+  | { readonly kind: 'relist'; readonly resource: ResourceName; readonly reason: string }
+  /**
+   * Every change of the resource up to `version` is in the batches sent so far (none is waiting in
+   * the worker); with the objects' fingerprint then; `listed`: a list ended at or since the last.
+   */
+  | {
+      readonly kind: 'progress';
+      readonly resource: ResourceName;
+      readonly version: number;
+      readonly fingerprint: StateFingerprint;
+      readonly listed: boolean;
+    };
 
 /** Worker → main. */
 export type WorkerMessage =

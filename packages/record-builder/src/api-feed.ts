@@ -80,36 +80,12 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
 
   const apply = (u: FeedUpdate) => {
     const t0 = process.hrtime.bigint();
-    switch (u.resource) {
-      case 'services':
-        if (u.value) state.upsertService(u.value as ServiceInfo);
-        else state.deleteService(u.namespace, u.name);
-        break;
-      case 'serviceimports':
-        if (u.value) state.upsertService(u.value as ServiceInfo);
-        else state.deleteImport(u.namespace, u.name);
-        break;
-      case 'endpointslices':
-      case 'endpoints': {
-        const group = u.value as EndpointGroup | null;
-        if (group) {
-          const programmed = state.upsertGroup(group, synced.has(u.resource));
-          if (programmed) hooks.onProgrammed(programmed);
-        } else state.deleteGroup(u.namespace, u.name);
-        break;
-      }
-      case 'pods':
-        if (u.value) state.upsertPod(u.value as PodInfo);
-        else state.deletePod(u.namespace, u.name);
-        break;
-      case 'node-caches':
-        if (u.value) options.nodeCaches?.upsert(u.value as NodeCacheInfo);
-        else options.nodeCaches?.remove(u.namespace, u.name);
-        break;
-      case 'servicecidrs':
-        if (u.value) state.upsertServiceCidr(u.value as ServiceCidrInfo);
-        else state.deleteServiceCidr(u.name);
-        break;
+    if (u.resource === 'node-caches') {
+      if (u.value) options.nodeCaches?.upsert(u.value as NodeCacheInfo);
+      else options.nodeCaches?.remove(u.namespace, u.name);
+    } else {
+      const programmed = applyUpdate(state, u, synced.has(u.resource));
+      if (programmed) hooks.onProgrammed(programmed);
     }
     hooks.onApplied(u.resource, process.hrtime.bigint() - t0, Date.now() - u.readAtMs);
   };
@@ -118,7 +94,8 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
     if (m.kind === 'synced') {
       synced.add(m.resource);
       if (allSynced()) markSynced();
-    } else if (m.kind === 'watching') hooks.onWatching(m.resource);
+    } else if (m.kind === 'progress') applyProgress(state, m);
+    else if (m.kind === 'watching') hooks.onWatching(m.resource);
     else if (m.kind === 'error') hooks.onError(m.resource);
     else hooks.onRelist(m.resource, m.reason);
   };
@@ -216,4 +193,56 @@ export function createApiFeed(options: ApiFeedOptions): ApiFeed {
       await worker?.terminate();
     },
   };
+}
+
+/**
+ * One update from the API worker into the store, tagged with the change it came from (the journal
+ * and the clock take it). `timed`: the resource's first list is applied, so a new trigger time is
+ * a change being programmed now. Returns that change, for the SLI.
+ */
+export function applyUpdate(state: ClusterState, u: FeedUpdate, timed: boolean): ProgrammedChange | undefined {
+  state.changeAt =
+    u.version === undefined
+      ? undefined
+      : {
+          resource: u.resource,
+          key: `${u.namespace}/${u.name}`,
+          version: u.version,
+          firstVersion: u.firstVersion ?? u.version,
+        };
+  let programmed: ProgrammedChange | undefined;
+  switch (u.resource) {
+    case 'services':
+      if (u.value) state.upsertService(u.value as ServiceInfo);
+      else state.deleteService(u.namespace, u.name);
+      break;
+    case 'serviceimports':
+      if (u.value) state.upsertService(u.value as ServiceInfo);
+      else state.deleteImport(u.namespace, u.name);
+      break;
+    case 'endpointslices':
+    case 'endpoints': {
+      const group = u.value as EndpointGroup | null;
+      if (group) programmed = state.upsertGroup(group, timed);
+      else state.deleteGroup(u.namespace, u.name);
+      break;
+    }
+    case 'pods':
+      if (u.value) state.upsertPod(u.value as PodInfo);
+      else state.deletePod(u.namespace, u.name);
+      break;
+    case 'servicecidrs':
+      if (u.value) state.upsertServiceCidr(u.value as ServiceCidrInfo);
+      else state.deleteServiceCidr(u.name);
+      break;
+    case 'node-caches':
+      break;
+  }
+  state.changeAt = undefined;
+  return programmed;
+}
+
+/** The worker's word that a resource's changes up to a version are all applied. */
+export function applyProgress(state: ClusterState, m: Extract<FeedMarker, { kind: 'progress' }>): void {
+  state.clock.progressed(m.resource, m.version, m.fingerprint, m.listed);
 }

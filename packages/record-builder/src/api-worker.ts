@@ -14,6 +14,7 @@ import { setPriority } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '@cluster-dns/runtime';
+import { resourceVersionNumber } from '@cluster-dns/wire';
 import type { KubernetesObject, V1EndpointSlice, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
 import { createApiClient } from './api-client.js';
 import type {
@@ -159,9 +160,18 @@ for (const resource of config.resources) {
     upsert: (o) => {
       const namespace = o.metadata?.namespace ?? '';
       const name = o.metadata?.name ?? '';
-      enqueue({ resource, namespace, name, value: toValue(resource, o), readAtMs: Date.now() });
+      const version = resourceVersionNumber(o.metadata?.resourceVersion);
+      enqueue({ resource, namespace, name, value: toValue(resource, o), readAtMs: Date.now(), version });
     },
-    remove: (namespace, name) => enqueue({ resource, namespace, name, value: null, readAtMs: Date.now() }),
+    remove: (namespace, name, resourceVersion) =>
+      enqueue({
+        resource,
+        namespace,
+        name,
+        value: null,
+        readAtMs: Date.now(),
+        version: resourceVersionNumber(resourceVersion),
+      }),
   };
   const reflector = createReflector({
     api,
@@ -184,6 +194,13 @@ for (const resource of config.resources) {
       onError: () => mark({ kind: 'error', resource }),
       onRelist: (reason) => mark({ kind: 'relist', resource, reason }),
       onEvent: () => {},
+      onProgress: (resourceVersion, fingerprint, listed) => {
+        // Opaque versions (an API before KEP-5504): no position, and IXFR goes by serial alone.
+        const version = resourceVersionNumber(resourceVersion);
+        if (version === undefined) return;
+        queue.progress(resource, version, fingerprint, listed);
+        scheduleFlush();
+      },
     },
   });
   reflector.start();

@@ -1,5 +1,15 @@
-import { type Fqdn, ipv6Nibbles, type ProgrammedChange, QCLASS, QTYPE, type Rr, toFqdn } from '@cluster-dns/wire';
+import {
+  type Fqdn,
+  ipv6Nibbles,
+  type ProgrammedChange,
+  QCLASS,
+  QTYPE,
+  type Rr,
+  serialNewer,
+  toFqdn,
+} from '@cluster-dns/wire';
 import { type AddressKey, addressKey, isIpv6Key, keyAddress } from './address-key.js';
+import { ClusterClock } from './cluster-clock.js';
 import {
   type EndpointGroup,
   importKey,
@@ -14,7 +24,7 @@ import { reuseUnchanged } from './endpoint-group.js';
 import { ServiceCidrs } from './service-cidrs.js';
 import { ptrAddressKeys, type RecordContext } from './service-records.js';
 import { SharedWords } from './shared-words.js';
-import { type JournalEntry, ZoneJournal } from './zone-journal.js';
+import { type ChangeAt, type JournalEntry, ZoneJournal } from './zone-journal.js';
 
 /** The DNS schema version this server implements (spec §2.1). */
 export const SCHEMA_VERSION = '1.1.0';
@@ -51,6 +61,17 @@ export class ClusterState {
   private readonly words = new SharedWords();
   private readonly serviceCidrs = new ServiceCidrs();
   private serialNumber: number;
+  /** The cluster's clock as applied here: what the serial and the journal's positions come from. */
+  readonly clock = new ClusterClock();
+  /**
+   * The API change being applied (set by the feed around each update): the journal entry and the
+   * clock take it. Undefined for changes of our own (a flag's Service CIDR).
+   */
+  changeAt: ChangeAt | undefined;
+  /** Set once the zones are answered: from then on the serial never goes back. */
+  private served = false;
+  /** Whether a change with a resourceVersion has set the serial yet. */
+  private clockedChange = false;
   private endpoints = 0;
   /** Set by `keepJournal`: every change then leaves what it replaced here, for IXFR. */
   private journalOf: ZoneJournal | undefined;
@@ -73,7 +94,9 @@ export class ClusterState {
 
   /** Starts a change journal of at most `maxBytes` (IXFR and NOTIFY need one). */
   keepJournal(maxBytes: number): ZoneJournal {
-    this.journalOf ??= new ZoneJournal(maxBytes, this.serialNumber);
+    this.journalOf ??= new ZoneJournal(maxBytes, this.serialNumber, (dropped) => {
+      if (dropped.at) this.clock.forgetBefore(dropped.at.resource, dropped.at.version);
+    });
     return this.journalOf;
   }
 
@@ -81,9 +104,19 @@ export class ClusterState {
     return this.journalOf;
   }
 
-  /** The SOA serial: bumped on every change of the zone's data. */
+  /** The SOA serial: moved forward by every change of the zone's data. */
   get serial(): number {
     return this.serialNumber;
+  }
+
+  /** The zones are answered from now on: their serial only moves forward (RFC 1982). */
+  markServed(): void {
+    // Nothing was applied with a version (an empty cluster): the serial starts from the clock
+    // still, not from the time this process started, so replicas agree from their first change.
+    if (this.clock.hasProgress() && this.clock.sum() !== this.serialNumber && !this.clockedChange)
+      this.serialNumber = this.clock.sum();
+    this.served = true;
+    this.journalOf?.startServing(this.serialNumber);
   }
 
   /** Services and ServiceImports held. */
@@ -396,10 +429,19 @@ export class ClusterState {
   }
 
   private changed(owners: readonly string[], zones: number): void {
-    // One more than before, always: IXFR clients and the journal count on serials never jumping.
-    this.serialNumber = (this.serialNumber + 1) >>> 0;
+    // The cluster's clock (the sum of the highest resourceVersions applied), so every replica that
+    // applied the same events serves the same serial. Before the zones are answered it may jump
+    // anywhere; after, it moves forward on every change: by one when the clock did not (a relist
+    // brings objects in no order), so an IXFR client never sees an older serial.
+    const at = this.changeAt;
+    if (at) this.clock.applied(at.resource, at.version);
+    const sum = this.clock.sum();
+    const clocked = at !== undefined || sum !== 0;
+    if (clocked) this.clockedChange = true;
+    if (clocked && (!this.served || serialNewer(sum, this.serialNumber))) this.serialNumber = sum;
+    else this.serialNumber = (this.serialNumber + 1) >>> 0;
     if (this.pendingEntry) {
-      this.journalOf?.push({ ...this.pendingEntry, serial: this.serialNumber, atMs: this.now() } as JournalEntry);
+      this.journalOf?.push({ ...this.pendingEntry, serial: this.serialNumber, atMs: this.now(), at } as JournalEntry);
       this.pendingEntry = undefined;
     }
     for (const listener of this.listeners) listener(owners, zones);

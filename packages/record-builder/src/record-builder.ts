@@ -233,6 +233,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     // steady RSS (full-gc.ts). The worker's runs on its own thread meanwhile.
     fullGc();
     void feed.gc();
+    state.markServed();
     server.markReady();
     log.info('ready', { ...ports, services: state.serviceCount, endpoints: state.endpointCount, synced });
     markReady();

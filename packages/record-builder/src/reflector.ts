@@ -1,11 +1,13 @@
 import type { Logger } from '@cluster-dns/runtime';
+import { objectHash, type StateFingerprint } from '@cluster-dns/wire';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type ApiClient, ApiRequestError, type WatchEventType } from './api-client.js';
 
 /** Where the objects a reflector sees go. */
 export interface ObjectSink {
   upsert(object: KubernetesObject): void;
-  remove(namespace: string, name: string): void;
+  /** `resourceVersion`: the deletion's (a watch's DELETED event), or the list's that no longer had it. */
+  remove(namespace: string, name: string, resourceVersion: string): void;
 }
 
 export interface ReflectorHooks {
@@ -17,6 +19,11 @@ export interface ReflectorHooks {
   /** A list began again from scratch: at start, after 410 Gone, or after a failed watch start. */
   onRelist(reason: 'start' | 'expired' | 'error'): void;
   onEvent(type: 'add' | 'update' | 'delete', durationNs: bigint): void;
+  /**
+   * Everything up to `resourceVersion` has gone to the sink (a list's end when `listed`, or any
+   * event or bookmark of the watch), and the objects now fingerprint as given (zone-position.ts).
+   */
+  onProgress?(resourceVersion: string, fingerprint: StateFingerprint, listed: boolean): void;
 }
 
 export interface ReflectorOptions {
@@ -89,16 +96,33 @@ export function createReflector(options: ReflectorOptions): Reflector {
       };
     });
 
+  /** The objects known, as a count and a sum of each one's hash of key and resourceVersion. */
+  let count = known.size;
+  let sum = 0;
+  for (const key of known.keys()) sum = (sum + objectHash(key, '')) >>> 0;
+  const progressed = (listed: boolean) => hooks.onProgress?.(version, { count, sum }, listed);
+
   const apply = (object: KubernetesObject, type: 'add' | 'update') => {
     const t0 = process.hrtime.bigint();
     sink.upsert(object);
-    known.set(keyOf(object), object.metadata?.resourceVersion ?? '');
+    const key = keyOf(object);
+    const before = known.get(key);
+    const now = object.metadata?.resourceVersion ?? '';
+    if (before === undefined) count++;
+    else sum = (sum - objectHash(key, before)) >>> 0;
+    sum = (sum + objectHash(key, now)) >>> 0;
+    known.set(key, now);
     hooks.onEvent(type, process.hrtime.bigint() - t0);
   };
-  const remove = (key: string) => {
+  const remove = (key: string, resourceVersion: string) => {
     const t0 = process.hrtime.bigint();
     const slash = key.indexOf('/');
-    sink.remove(key.slice(0, slash), key.slice(slash + 1));
+    sink.remove(key.slice(0, slash), key.slice(slash + 1), resourceVersion);
+    const before = known.get(key);
+    if (before !== undefined) {
+      count--;
+      sum = (sum - objectHash(key, before)) >>> 0;
+    }
     known.delete(key);
     hooks.onEvent('delete', process.hrtime.bigint() - t0);
   };
@@ -114,8 +138,8 @@ export function createReflector(options: ReflectorOptions): Reflector {
         if (before === undefined) apply(object, 'add');
         else if (before !== object.metadata?.resourceVersion) apply(object, 'update');
       },
-      end: () => {
-        for (const key of [...known.keys()]) if (!seen.has(key)) remove(key);
+      end: (listVersion: string) => {
+        for (const key of [...known.keys()]) if (!seen.has(key)) remove(key, listVersion);
       },
     };
   };
@@ -129,8 +153,9 @@ export function createReflector(options: ReflectorOptions): Reflector {
     while (!stopped && page.continueToken)
       page = await api.listPage(path, { limit: options.pageSize, continueToken: page.continueToken }, onItem);
     if (stopped) return;
-    end();
+    end(listVersion);
     version = listVersion;
+    progressed(true);
   };
 
   /**
@@ -153,9 +178,10 @@ export function createReflector(options: ReflectorOptions): Reflector {
         if (initial) {
           if (type === 'ADDED') initial.item(object);
           else if (type === 'BOOKMARK' && object.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
-            initial.end();
+            initial.end(object.metadata?.resourceVersion ?? '');
             initial = undefined;
             version = object.metadata?.resourceVersion || version;
+            progressed(true);
             failures = 0;
             listed?.();
             hooks.onWatching();
@@ -164,10 +190,11 @@ export function createReflector(options: ReflectorOptions): Reflector {
         }
         if (type === 'ADDED' || type === 'MODIFIED') apply(object, known.has(keyOf(object)) ? 'update' : 'add');
         else if (type === 'DELETED') {
-          if (known.has(keyOf(object))) remove(keyOf(object));
+          if (known.has(keyOf(object))) remove(keyOf(object), object.metadata?.resourceVersion ?? '');
         }
         version = object.metadata?.resourceVersion || version;
         failures = 0;
+        progressed(false);
       };
       const onDone = (error: unknown) => {
         ended = true;

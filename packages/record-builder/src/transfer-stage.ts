@@ -11,7 +11,7 @@ import {
 } from '@cluster-dns/wire';
 import type { ZoneView } from './answer-builder.js';
 import type { ZoneRequest } from './zone-stage.js';
-import { asksProgrammingTimes, incrementalTransfer, zoneTransfer } from './zone-transfer.js';
+import { asksProgrammingTimes, incrementalTransfer, positionKey, zoneTransfer } from './zone-transfer.js';
 
 /**
  * Zone transfers, for the forwarders kept fresh by push and for secondaries: AXFR over TCP only,
@@ -45,16 +45,17 @@ export class TransferStage implements Stage<ZoneRequest> {
     if (serial === undefined) return bare(RCODE.FORMERR, true);
     const from = context.transport === 'tcp' ? serial : this.view.state.serial;
     // Every node cache asks from the same serial after a change: the reply is encoded once.
-    if (this.memo.serial !== this.view.state.serial) {
-      this.memo = { serial: this.view.state.serial, replies: new Map(), bytes: 0 };
+    const generation = this.view.state.clock.generation;
+    if (this.memo.serial !== this.view.state.serial || this.memo.generation !== generation) {
+      this.memo = { serial: this.view.state.serial, generation, replies: new Map(), bytes: 0 };
     }
-    const key = `${context.transport}|${q.qname}|${q.qclass}|${from}|${asksProgrammingTimes(q)}`;
+    const key = `${context.transport}|${q.qname}|${q.qclass}|${from}|${asksProgrammingTimes(q)}|${positionKey(this.view, q)}`;
     const kept = this.memo.replies.get(key);
     if (kept) {
       this.onTransfer?.('ixfr', kept.result);
       return withId(kept.messages, q.id);
     }
-    const transfer = incrementalTransfer(this.view, zone, q, from);
+    const transfer = incrementalTransfer(this.view, zone, q, from, context.transport === 'tcp');
     this.onTransfer?.('ixfr', transfer.result);
     const messages = [...transfer.messages];
     const bytes = messages.reduce((n, m) => n + m.length, 0);
@@ -69,9 +70,11 @@ export class TransferStage implements Stage<ZoneRequest> {
   /** IXFR replies made at the current serial, by question and the client's serial. */
   private memo: {
     serial: number;
+    /** The clock's (cluster-clock.ts): a list or a dropped change changes what positions get. */
+    generation: number;
     replies: Map<string, { messages: Buffer[]; result: 'incremental' | 'full' | 'current' }>;
     bytes: number;
-  } = { serial: -1, replies: new Map(), bytes: 0 };
+  } = { serial: -1, generation: -1, replies: new Map(), bytes: 0 };
 }
 
 /** IXFR replies kept for the current serial at most; a zone larger than this is encoded per asker. */

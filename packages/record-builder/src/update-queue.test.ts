@@ -66,4 +66,32 @@ describe('UpdateQueue: what the API worker holds for the main thread', () => {
     expect(names(batch.updates)).toEqual(['a']);
     expect(batch.markers).toEqual([{ kind: 'synced', resource: 'endpointslices', objects: 1 }]);
   });
+
+  it('keeps the first version folded into an object’s update, and tells a resource’s progress only when none of it waits', () => {
+    const q = new UpdateQueue();
+    const fp = { count: 1, sum: 7 };
+    q.push({ ...update('a', '1'), version: 10 });
+    q.progress('endpointslices', 10, fp, true);
+    q.push({ ...update('b', '1'), version: 11 });
+    q.progress('endpointslices', 11, fp, false);
+    q.push({ ...update('a', '2'), version: 12 });
+    q.progress('endpointslices', 12, fp, false);
+    // b (11) goes first; a, still waiting with its change at 10, holds the progress back.
+    const first = q.take(1);
+    expect(first.updates.map((u) => [u.name, u.firstVersion, u.version])).toEqual([['b', 11, 11]]);
+    expect(first.markers.filter((m) => m.kind === 'progress')).toEqual([]);
+    const second = q.take(1);
+    expect(second.updates.map((u) => [u.name, u.firstVersion, u.version])).toEqual([['a', 10, 12]]);
+    // Then all of it is out: the stream's latest version, and the list that ended before it.
+    expect(second.markers.filter((m) => m.kind === 'progress')).toEqual([
+      { kind: 'progress', resource: 'endpointslices', version: 12, fingerprint: fp, listed: true },
+    ]);
+    expect(q.isEmpty).toBe(true);
+    // A bookmark alone is a batch of its own.
+    q.progress('endpointslices', 20, fp, false);
+    expect(q.isEmpty).toBe(false);
+    expect(q.take(10).markers).toEqual([
+      { kind: 'progress', resource: 'endpointslices', version: 20, fingerprint: fp, listed: false },
+    ]);
+  });
 });

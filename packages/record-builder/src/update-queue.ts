@@ -1,4 +1,5 @@
-import type { FeedMarker, FeedUpdate } from './api-feed-protocol.js';
+import type { StateFingerprint } from '@cluster-dns/wire';
+import type { FeedMarker, FeedUpdate, ResourceName } from './api-feed-protocol.js';
 
 export interface UpdateBatch {
   readonly updates: FeedUpdate[];
@@ -22,6 +23,13 @@ export class UpdateQueue {
   private readonly markers: Array<FeedMarker & { afterSeq: number }> = [];
   private seq = 0;
   private coalescedCount = 0;
+  /** Updates waiting, by resource: a resource's progress is told only when none of it waits. */
+  private readonly waiting = new Map<ResourceName, number>();
+  /** What each resource's stream has reached, not yet told. */
+  private readonly progressOf = new Map<
+    ResourceName,
+    { version: number; fingerprint: StateFingerprint; listed: boolean; told: boolean }
+  >();
 
   get size(): number {
     return this.pending.size;
@@ -33,13 +41,33 @@ export class UpdateQueue {
 
   /** Whether a batch would carry anything. */
   get isEmpty(): boolean {
-    return this.pending.size === 0 && this.markers.length === 0;
+    if (this.pending.size > 0 || this.markers.length > 0) return false;
+    for (const p of this.progressOf.values()) if (!p.told) return false;
+    return true;
   }
 
   push(update: FeedUpdate): void {
     const key = `${update.resource}/${update.namespace}/${update.name}`;
-    if (this.pending.delete(key)) this.coalescedCount++;
-    this.pending.set(key, { ...update, seq: ++this.seq });
+    const replaced = this.pending.get(key);
+    if (replaced) {
+      this.pending.delete(key);
+      this.coalescedCount++;
+    } else this.waiting.set(update.resource, (this.waiting.get(update.resource) ?? 0) + 1);
+    // The first change folded in stays: a copy between the two versions saw only part of it.
+    const firstVersion = replaced ? (replaced.firstVersion ?? replaced.version) : update.version;
+    this.pending.set(key, { ...update, firstVersion, seq: ++this.seq });
+  }
+
+  /** The resource's stream has reached `version` (an event, a bookmark, a list's end). */
+  progress(resource: ResourceName, version: number, fingerprint: StateFingerprint, listed: boolean): void {
+    const before = this.progressOf.get(resource);
+    this.progressOf.set(resource, {
+      version,
+      fingerprint,
+      // A list's end is told even if a later event passes it before the worker can.
+      listed: listed || (before !== undefined && !before.told && before.listed),
+      told: false,
+    });
   }
 
   mark(marker: FeedMarker): void {
@@ -56,11 +84,17 @@ export class UpdateQueue {
       const { seq, ...plain } = update;
       updates.push(plain);
       lastSeq = seq;
+      this.waiting.set(update.resource, (this.waiting.get(update.resource) ?? 1) - 1);
     }
     const due = this.pending.size === 0 ? this.markers.length : this.markers.findIndex((m) => m.afterSeq > lastSeq);
     const markers = this.markers
       .splice(0, due === -1 ? this.markers.length : due)
       .map(({ afterSeq: _, ...m }) => m as FeedMarker);
+    for (const [resource, p] of this.progressOf) {
+      if (p.told || (this.waiting.get(resource) ?? 0) > 0) continue;
+      p.told = true;
+      markers.push({ kind: 'progress', resource, version: p.version, fingerprint: p.fingerprint, listed: p.listed });
+    }
     const oldest = this.pending.values().next().value;
     return { updates, markers, pending: this.pending.size, oldestPendingMs: oldest?.readAtMs ?? 0 };
   }

@@ -1,5 +1,20 @@
 import type { Fqdn, ProgrammedChange, Rr } from '@cluster-dns/wire';
+import type { ResourceName } from './api-feed-protocol.js';
 import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
+
+/**
+ * The API change an entry came from: which object of which resource, and the resourceVersions of
+ * the first and last events folded into it (the API worker sends an object's latest state, so
+ * several events may arrive as one). What lets a replica answer a copy made by another
+ * (cluster-clock.ts).
+ */
+export interface ChangeAt {
+  readonly resource: ResourceName;
+  /** namespace/name of the object that changed (a Service, an EndpointSlice, a pod). */
+  readonly key: string;
+  readonly version: number;
+  readonly firstVersion: number;
+}
 
 /**
  * One change of the zones, as the state was just before it. A Service change keeps references to
@@ -11,6 +26,7 @@ export type JournalEntry =
   | {
       readonly serial: number;
       readonly atMs: number;
+      readonly at?: ChangeAt;
       readonly kind: 'service';
       readonly owner: string;
       readonly service: ServiceInfo | undefined;
@@ -21,6 +37,7 @@ export type JournalEntry =
   | {
       readonly serial: number;
       readonly atMs: number;
+      readonly at?: ChangeAt;
       readonly kind: 'names';
       readonly before: ReadonlyMap<Fqdn, readonly Rr[]>;
     };
@@ -48,6 +65,8 @@ export class ZoneJournal {
   constructor(
     private readonly maxBytes: number,
     startSerial: number,
+    /** Told each entry dropped to stay in bounds. */
+    private readonly onDrop?: (entry: JournalEntry) => void,
   ) {
     this.floor = startSerial;
   }
@@ -72,11 +91,25 @@ export class ZoneJournal {
       const dropped = this.entries[this.head++] as JournalEntry;
       this.bytes -= entryBytes(dropped);
       this.floor = dropped.serial;
+      this.onDrop?.(dropped);
     }
     if (this.head > 1024 && this.head * 2 > this.entries.length) {
       this.entries = this.entries.slice(this.head);
       this.head = 0;
     }
+  }
+
+  /**
+   * No serial before `serial` is answered from here on (the zones were not served before it, so no
+   * copy has one). The entries stay: positions (cluster-clock.ts) reach back past it.
+   */
+  startServing(serial: number): void {
+    this.floor = serial;
+  }
+
+  /** Every entry kept, oldest first. */
+  all(): JournalEntry[] {
+    return this.entries.slice(this.head);
   }
 
   /**
@@ -88,9 +121,15 @@ export class ZoneJournal {
     const out: JournalEntry[] = [];
     for (let i = this.entries.length - 1; i >= this.head; i--) {
       const entry = this.entries[i] as JournalEntry;
-      if (entry.serial <= serial) break;
+      if (entry.serial <= serial) {
+        // Serials step by the cluster's clock, not by one: a serial between two of ours is another
+        // replica's (or another process's), and says nothing about what its holder has.
+        if (entry.serial !== serial) return undefined;
+        break;
+      }
       out.push(entry);
     }
+    if (out.length === this.size && serial !== this.floor) return undefined;
     return out.reverse();
   }
 }

@@ -1,12 +1,15 @@
 import type { Buffer } from 'node:buffer';
 import {
+  decodeZonePosition,
+  type EdnsOption,
   ednsOption,
   encodeProgrammingTimes,
+  encodeZonePosition,
   type Fqdn,
   isInZone,
   MessageWriter,
   type OpaqueRecord,
-  optRecordWith,
+  optRecordWithOptions,
   type ParsedQuery,
   PROGRAMMING_TIMES_OPTION,
   type ProgrammedChange,
@@ -14,43 +17,21 @@ import {
   QTYPE,
   type Rr,
   toFqdn,
+  ZONE_POSITION_OPTION,
+  type ZonePosition,
 } from '@cluster-dns/wire';
-import { type EndpointGroup, ownerKeyOf, type ServiceInfo } from './cluster-model.js';
+import { ownerKeyOf } from './cluster-model.js';
 import { SCHEMA_VERSION } from './cluster-state.js';
 import { externalZoneOf, externalZoneRecords } from './external-records.js';
-import { buildServiceRecords, type RecordSet, withSrvWeights } from './service-records.js';
+import { ownerRecords } from './owner-records.js';
+import { type RecordSet, withSrvWeights } from './service-records.js';
+import { evictionsFrom, evictionsSince, exactDiff, type ZoneDiff } from './zone-diff.js';
 import type { JournalEntry } from './zone-journal.js';
-import {
-  CLUSTERSET_SCHEMA_VERSION,
-  nameServerName,
-  nameServerRecords,
-  nsRecord,
-  recordsAt,
-  soaRecord,
-} from './zone-records.js';
+import { CLUSTERSET_SCHEMA_VERSION, nsRecord, soaRecord } from './zone-records.js';
 import type { ZoneView } from './zone-view.js';
 
 /** Records per message: small enough that a message stays far below 64 KiB. */
 const RECORDS_PER_MESSAGE = 200;
-
-/**
- * Every record one Service puts in the zones, by name: its own names and PTRs, and `ns.dns.<zone>`
- * when it is the DNS Service (`--dns-service`).
- */
-export function ownerRecords(
-  view: ZoneView,
-  service: ServiceInfo | undefined,
-  groups: readonly EndpointGroup[],
-): RecordSet {
-  if (!service) return new Map();
-  const set = buildServiceRecords(service, groups, view);
-  const dns = view.dnsService;
-  if (dns && !service.clusterset && dns.namespace === service.namespace && dns.name === service.name) {
-    const rrs = nameServerRecords(view, service.clusterIPs);
-    if (rrs.length) set.set(nameServerName(view), rrs);
-  }
-  return set;
-}
 
 /** Every Service's records (its names, and its PTRs), generated from the store, with its key. */
 export function* zoneContents(view: ZoneView): Generator<{ owner: string; records: RecordSet }> {
@@ -117,46 +98,8 @@ function* wholeZone(view: ZoneView, zone: Fqdn): Generator<Rr> {
  * built when the connection has taken the last (wire's TCP connection pulls them), so a zone of
  * half a million records is never in memory whole, and a client that stops reading stops it.
  */
-export function zoneTransfer(view: ZoneView, zone: Fqdn, q: ParsedQuery): Iterable<Buffer> {
-  return { [Symbol.iterator]: () => messagesOf(q, wholeZone(view, zone)) };
-}
-
-const rrKey = (rr: Rr) =>
-  `${rr.name}|${rr.type}|${rr.address ?? ''}|${rr.target ?? ''}|${rr.port ?? ''}|${rr.priority ?? ''}|${rr.weight ?? ''}|${rr.text?.join('\u0000') ?? ''}`;
-
-/**
- * The records of `zone` deleted and added since the state the journal entries start from: for
- * every name a change touched, what was there before the first of those changes against what is
- * there now. Net, so a record changed back and forth is in neither list.
- */
-export function zoneDiff(view: ZoneView, zone: Fqdn, entries: readonly JournalEntry[]): { deleted: Rr[]; added: Rr[] } {
-  const before = new Map<Fqdn, readonly Rr[]>();
-  const owners = new Set<string>();
-  const keep = (name: Fqdn, rrs: readonly Rr[]) => {
-    if (isInZone(name, zone) && !before.has(name)) before.set(name, withSrvWeights(rrs));
-  };
-  for (const entry of entries) {
-    if (entry.kind === 'names') {
-      for (const [name, rrs] of entry.before) keep(name, rrs);
-      continue;
-    }
-    if (owners.has(entry.owner)) continue;
-    owners.add(entry.owner);
-    for (const [name, rrs] of ownerRecords(view, entry.service, entry.groups)) keep(name, rrs);
-    // Names the Service has now and did not have before: nothing was there.
-    const now = view.state.serviceByKey(entry.owner);
-    for (const name of ownerRecords(view, now, [...view.state.groupsOf(entry.owner)]).keys()) keep(name, []);
-  }
-  const deleted: Rr[] = [];
-  const added: Rr[] = [];
-  for (const [name, old] of before) {
-    const current = withSrvWeights(recordsAt(view, zone, name).rrs ?? []);
-    const currentKeys = new Set(current.map(rrKey));
-    const oldKeys = new Set(old.map(rrKey));
-    for (const rr of old) if (!currentKeys.has(rrKey(rr))) deleted.push(rr);
-    for (const rr of current) if (!oldKeys.has(rrKey(rr))) added.push(rr);
-  }
-  return { deleted, added };
+export function zoneTransfer(view: ZoneView, zone: Fqdn, q: ParsedQuery, opt?: OpaqueRecord): Iterable<Buffer> {
+  return { [Symbol.iterator]: () => messagesOf(q, wholeZone(view, zone), opt) };
 }
 
 /**
@@ -170,37 +113,83 @@ export function incrementalTransfer(
   zone: Fqdn,
   q: ParsedQuery,
   clientSerial: number,
+  /** False over UDP, where the current SOA alone is the answer (RFC 1995 §2). */
+  byPosition = true,
 ): { messages: Iterable<Buffer>; result: 'incremental' | 'full' | 'current' } {
   const current = soaRecord(view, zone);
-  if (clientSerial === view.state.serial) return { messages: [...messagesOf(q, [current])], result: 'current' };
+  const clock = view.state.clock;
+  const given = byPosition ? positionOf(q) : undefined;
+  // A copy another replica (or an earlier process) made: answered by its position, never by its
+  // serial, which means nothing here even when it equals ours.
+  const foreign = given && !clock.isOurs(given) ? given : undefined;
+  const options: EdnsOption[] = [];
+  // What we send tells where the copy stands after it; its holder hands it back next time.
+  if (byPosition && asksPosition(q))
+    options.push({ code: ZONE_POSITION_OPTION, data: encodeZonePosition(clock.position()) });
+  const opt = () => (options.length ? optRecordWithOptions(options) : undefined);
+  const whole = () => ({ messages: zoneTransfer(view, zone, q, opt()), result: 'full' as const });
+  const up = () => ({ messages: [...messagesOf(q, [current], opt())], result: 'current' as const });
+  if (!foreign && clientSerial === view.state.serial) return up();
   // The journal keeps the cluster's names: an external zone is sent whole (RFC 1995 §4 allows it).
-  if (externalZoneOf(view, zone)) return { messages: zoneTransfer(view, zone, q), result: 'full' };
-  const entries = view.state.journal?.since(clientSerial, view.state.serial);
-  if (!entries) return { messages: zoneTransfer(view, zone, q), result: 'full' };
-  const { deleted, added } = zoneDiff(view, zone, entries);
+  if (externalZoneOf(view, zone)) return whole();
+  const journal = view.state.journal;
+  let diff: ZoneDiff | undefined;
+  if (foreign) {
+    const start = clock.startsFrom(foreign);
+    diff = start && journal && evictionsFrom(view, zone, journal.all(), start.from, start.upto);
+  } else {
+    const entries = journal?.since(clientSerial, view.state.serial);
+    // Our forwarders (they send a position) cache answers asked at any moment, not a version.
+    diff = entries && (given ? evictionsSince(view, zone, entries) : exactDiff(view, zone, entries));
+    const times = entries && programmingTimes(view, zone, q, entries);
+    if (times) options.unshift(times);
+  }
+  if (!diff) return whole();
+  if (foreign && !diff.deleted.length && !diff.added.length) return up();
   const theirs: Rr = { ...current, soa: { ...(current.soa as NonNullable<Rr['soa']>), serial: clientSerial } } as Rr;
   return {
-    messages: [
-      ...messagesOf(
-        q,
-        [current, theirs, ...deleted, current, ...added, current],
-        programmingOpt(view, zone, q, entries),
-      ),
-    ],
+    messages: [...messagesOf(q, [current, theirs, ...diff.deleted, current, ...diff.added, current], opt())],
     result: 'incremental',
   };
 }
 
+/** The position an IXFR query hands back (zone-position.ts), or undefined (none, or unreadable). */
+function positionOf(q: ParsedQuery): ZonePosition | undefined {
+  if (q.edns === undefined) return undefined;
+  const data = ednsOption(q.raw, ZONE_POSITION_OPTION);
+  return data?.length ? decodeZonePosition(data) : undefined;
+}
+
+/** Whether an IXFR query carries the position option at all (empty: asks for one). */
+function asksPosition(q: ParsedQuery): boolean {
+  return q.edns !== undefined && ednsOption(q.raw, ZONE_POSITION_OPTION) !== undefined;
+}
+
 /**
- * The OPT carrying the trigger times of the changes a transfer brings, when the query asked for
- * them (programming-times.ts). The cluster zone's transfer only: a change's reverse-zone records
- * come by another transfer, and each change is timed once per instance.
+ * What an IXFR reply depends on besides the question and serial: whether a position was asked
+ * for, and another replica's position (ours are answered by serial).
  */
-function programmingOpt(view: ZoneView, zone: Fqdn, q: ParsedQuery, entries: readonly JournalEntry[]) {
+export function positionKey(view: ZoneView, q: ParsedQuery): string {
+  if (!asksPosition(q)) return '';
+  const given = positionOf(q);
+  return !given ? 'ask' : view.state.clock.isOurs(given) ? 'ours' : `p${encodeZonePosition(given).toString('hex')}`;
+}
+
+/**
+ * The trigger times of the changes a transfer brings, as an option, when the query asked for them
+ * (programming-times.ts). The cluster zone's transfer only: a change's reverse-zone records come
+ * by another transfer, and each change is timed once per instance.
+ */
+function programmingTimes(
+  view: ZoneView,
+  zone: Fqdn,
+  q: ParsedQuery,
+  entries: readonly JournalEntry[],
+): EdnsOption | undefined {
   if (zone !== view.zone || !asksProgrammingTimes(q)) return undefined;
   const changes: ProgrammedChange[] = [];
   for (const entry of entries) if (entry.kind === 'service' && entry.programmed) changes.push(entry.programmed);
-  return optRecordWith(PROGRAMMING_TIMES_OPTION, encodeProgrammingTimes(changes));
+  return { code: PROGRAMMING_TIMES_OPTION, data: encodeProgrammingTimes(changes) };
 }
 
 /** Whether an IXFR query asks for the changes' trigger times: part of what its reply is kept by. */

@@ -110,7 +110,14 @@ export { flagsWord, MessageWriter } from './message-writer.js';
 export { ANY_PREFERENCE, anyAnswerType, minimalAnyReply } from './minimal-any.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
 export { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
-export { type EdnsOption, ednsOption, ednsOptions, encodeOptRecord, optRecordWith } from './opt-record.js';
+export {
+  type EdnsOption,
+  ednsOption,
+  ednsOptions,
+  encodeOptRecord,
+  optRecordWith,
+  optRecordWithOptions,
+} from './opt-record.js';
 export {
   createQueryPipeline,
   type DnsRequest,
@@ -203,3 +210,13 @@ export {
   ZoneTransferError,
 } from './zone-change.js';
 export { parseZoneFile, type ZoneFileOptions } from './zone-file.js';
+export {
+  decodeZonePosition,
+  encodeZonePosition,
+  objectHash,
+  type ResourcePosition,
+  resourceVersionNumber,
+  type StateFingerprint,
+  ZONE_POSITION_OPTION,
+  type ZonePosition,
+} from './zone-position.js';

@@ -50,10 +50,21 @@ export function encodeOptRecord(
  * code, length and data as the record's RDATA.
  */
 export function optRecordWith(code: number, data: Buffer, udpSize = EDNS_DEFAULT_UDP_BYTES): OpaqueRecord {
-  const rdata = Buffer.alloc(4 + data.length);
-  rdata.writeUInt16BE(code, 0);
-  rdata.writeUInt16BE(data.length, 2);
-  data.copy(rdata, 4);
+  return optRecordWithOptions([{ code, data }], udpSize);
+}
+
+/** An OPT record carrying these options, in this order. */
+export function optRecordWithOptions(options: readonly EdnsOption[], udpSize = EDNS_DEFAULT_UDP_BYTES): OpaqueRecord {
+  let length = 0;
+  for (const o of options) length += 4 + o.data.length;
+  const rdata = Buffer.alloc(length);
+  let at = 0;
+  for (const o of options) {
+    rdata.writeUInt16BE(o.code, at);
+    rdata.writeUInt16BE(o.data.length, at + 2);
+    o.data.copy(rdata, at + 4);
+    at += 4 + o.data.length;
+  }
   return { name: '.', type: QTYPE.OPT, class: udpSize, ttl: 0, rdata };
 }
 

@@ -4,9 +4,10 @@ import { ClusterDnsError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
 import { DEFAULT_FLAGS, decodeMessage, encodeMessage } from './message.js';
 import { MessageWriter } from './message-writer.js';
-import { ednsOption, optRecordWith } from './opt-record.js';
+import { type EdnsOption, ednsOption, optRecordWithOptions } from './opt-record.js';
 import { decodeProgrammingTimes, PROGRAMMING_TIMES_OPTION, type ProgrammedChange } from './programming-times.js';
 import type { DecodedRr, SoaRecord } from './records.js';
+import { ZONE_POSITION_OPTION } from './zone-position.js';
 
 /**
  * DNS NOTIFY (RFC 1996 §3.7): opcode NOTIFY, AA, the zone's SOA as the question. The serial hint
@@ -37,13 +38,14 @@ export function isNotifyAck(reply: Buffer): boolean {
 /**
  * An IXFR query (RFC 1995 §3): the zone, and in the authority section the SOA of the version held.
  * `programmingTimes` asks our record-builder for the changes' trigger times (programming-times.ts)
- * with an empty option in an OPT record.
+ * with an empty option in an OPT record; `position` hands back the position its last reply gave
+ * (zone-position.ts), so any replica can answer from the copy held.
  */
 export function buildIxfrQuery(
   id: number,
   zone: Fqdn,
   serial: number,
-  options: { programmingTimes?: boolean } = {},
+  options: { programmingTimes?: boolean; position?: Buffer } = {},
 ): Buffer {
   const writer = new MessageWriter(128).question(zone, QTYPE.IXFR, QCLASS.IN);
   writer.record(2, {
@@ -53,7 +55,10 @@ export function buildIxfrQuery(
     ttl: 0,
     soa: { primary: '.', admin: '.', serial, refresh: 0, retry: 0, expiration: 0, minimum: 0 },
   });
-  if (options.programmingTimes) writer.record(3, optRecordWith(PROGRAMMING_TIMES_OPTION, Buffer.alloc(0)));
+  const ednsOptions: EdnsOption[] = [];
+  if (options.programmingTimes) ednsOptions.push({ code: PROGRAMMING_TIMES_OPTION, data: Buffer.alloc(0) });
+  if (options.position) ednsOptions.push({ code: ZONE_POSITION_OPTION, data: options.position });
+  if (ednsOptions.length) writer.record(3, optRecordWithOptions(ednsOptions));
   return writer.finish(id, DEFAULT_FLAGS);
 }
 
@@ -63,8 +68,11 @@ export function ixfrQuerySerial(query: Buffer): number | undefined {
   return soa?.soa.serial;
 }
 
-/** What a zone transfer said: nothing new, these names changed, or here is the whole zone. */
-export type ZoneChange =
+/**
+ * What a zone transfer said: nothing new, these names changed, or here is the whole zone; with
+ * the position the copy is at afterwards, when the server gave one (zone-position.ts).
+ */
+export type ZoneChange = (
   | { readonly kind: 'up-to-date'; readonly serial: number }
   | {
       readonly kind: 'incremental';
@@ -73,7 +81,8 @@ export type ZoneChange =
       /** The trigger times of the EndpointSlice changes it brings, when asked for and given. */
       readonly programmed: readonly ProgrammedChange[];
     }
-  | { readonly kind: 'full'; readonly serial: number };
+  | { readonly kind: 'full'; readonly serial: number }
+) & { readonly position?: Buffer };
 
 /**
  * Reads the messages of an IXFR reply (RFC 1995 §4) as they come. An IXFR reply is the current
@@ -88,6 +97,7 @@ export class ZoneChangeReader {
   private readonly names = new Set<Fqdn>();
   private readonly programmed: ProgrammedChange[] = [];
   private outcome: ZoneChange | undefined;
+  private position: Buffer | undefined;
 
   /** Takes one message; true when the transfer is complete (then `result` is set). */
   push(message: Buffer): boolean {
@@ -96,13 +106,19 @@ export class ZoneChangeReader {
       throw new ZoneTransferError(`transfer refused: rcode ${decoded.flags.rcode}`);
     const times = ednsOption(message, PROGRAMMING_TIMES_OPTION);
     if (times) this.programmed.push(...decodeProgrammingTimes(times));
-    for (const rr of decoded.answers) if (this.take(rr)) return true;
+    this.position ??= ednsOption(message, ZONE_POSITION_OPTION);
+    for (const rr of decoded.answers) if (this.take(rr)) return this.done();
     // A lone SOA in a message of its own: up to date (or a UDP reply telling us to use TCP).
     if (this.seen === 1 && decoded.answers.length === 1 && this.serial !== undefined) {
       this.outcome = { kind: 'up-to-date', serial: this.serial };
-      return true;
+      return this.done();
     }
     return false;
+  }
+
+  private done(): true {
+    if (this.position && this.outcome) this.outcome = { ...this.outcome, position: this.position };
+    return true;
   }
 
   get result(): ZoneChange | undefined {

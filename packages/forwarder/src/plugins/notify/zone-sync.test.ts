@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { createSilentLogger } from '@cluster-dns/runtime';
 import { type Fqdn, serialNewer, toFqdn, type ZoneChange } from '@cluster-dns/wire';
 import { describe, expect, it, vi } from 'vitest';
@@ -210,5 +211,32 @@ describe('serialNewer (RFC 1982)', () => {
         'p_sum{headless_with_selector} 0.04',
       ].sort(),
     );
+  });
+
+  it('hands back the position each reply gave, and with one fetches on any other serial (another replica’s)', async () => {
+    const given: Array<string | undefined> = [];
+    let reply = 0;
+    let serverSerial = 500;
+    const sync = createZoneSync({
+      serverFor: () => RB,
+      allowedSources: () => ['127.0.0.1'],
+      transfer: async (_server, _zone, _from, position) => {
+        given.push(position?.toString());
+        reply++;
+        return { kind: 'up-to-date', serial: 500, position: Buffer.from(`p${reply}`) };
+      },
+      soaSerial: async () => serverSerial,
+      evictNames: () => 0,
+      flushZone: () => 0,
+      log: createSilentLogger(),
+    });
+    expect(await sync.notify(Z, '127.0.0.1')).toBe('accepted');
+    await sync.checkAll();
+    expect(given).toEqual([undefined]);
+    // A lower serial than held: not newer, yet fetched, since the connection may have reached
+    // another replica that counts lower for the same state.
+    serverSerial = 400;
+    await sync.checkAll();
+    expect(given).toEqual([undefined, 'p1']);
   });
 });

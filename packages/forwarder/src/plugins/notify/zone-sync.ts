@@ -1,3 +1,4 @@
+import type { Buffer } from 'node:buffer';
 import { type Logger, ProgrammingLatency } from '@cluster-dns/runtime';
 import { closestZone, type Fqdn, isInZone, parentOf, serialNewer, type ZoneChange } from '@cluster-dns/wire';
 
@@ -14,8 +15,11 @@ export interface ZoneSyncDeps {
    * anyone (node-local mode, where the record-builder that notifies is not the server asked).
    */
   allowedSources(zone: Fqdn): readonly string[] | undefined;
-  /** IXFR from `serial` (wire's transferTcp and ZoneChangeReader; injected so this runs without sockets). */
-  transfer(server: ZoneServer, zone: Fqdn, serial: number): Promise<ZoneChange>;
+  /**
+   * IXFR from `serial`, handing back the position the last reply gave (wire's zone-position.ts;
+   * transferTcp and ZoneChangeReader, injected so this runs without sockets).
+   */
+  transfer(server: ZoneServer, zone: Fqdn, serial: number, position: Buffer | undefined): Promise<ZoneChange>;
   /** The zone's SOA serial, asked of the server directly (not through the cache). */
   soaSerial(server: ZoneServer, zone: Fqdn): Promise<number>;
   /** Drops cached entries holding these names; returns how many. */
@@ -70,6 +74,11 @@ export interface ZoneSync {
 
 interface ZoneState {
   serial: number | undefined;
+  /**
+   * Where the copy stands on the cluster's clock, as the record-builder last said: with it, any
+   * replica answers the next IXFR, not only the one that made the copy.
+   */
+  position: Buffer | undefined;
   syncing: Promise<boolean> | undefined;
   again: boolean;
   /** What the last transfer brought. */
@@ -107,7 +116,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         // through a cache behind the zone's server (a node cache asks the Pod's forwarder), and
         // what was asked again since the flush may be older than it: the transfer evicts that.
       }
-      const change = await deps.transfer(server, zone, state.serial);
+      const change = await deps.transfer(server, zone, state.serial, state.position);
       transferred(change.kind);
       state.last = change.kind;
       let dropped = 0;
@@ -130,6 +139,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       }
       counts.invalidated += dropped;
       state.serial = change.serial;
+      state.position = change.position;
       return true;
     } catch (error) {
       transferred('failed');
@@ -178,7 +188,14 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       if (allowed && !allowed.includes(plain)) return 'refused';
       let state = zones.get(zone);
       if (!state) {
-        state = { serial: undefined, syncing: undefined, again: false, last: undefined, recheck: undefined };
+        state = {
+          serial: undefined,
+          position: undefined,
+          syncing: undefined,
+          again: false,
+          last: undefined,
+          recheck: undefined,
+        };
         zones.set(zone, state);
       }
       const ok = await sync(zone, state);
@@ -193,8 +210,10 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
           if (!server || state.serial === undefined || state.syncing) return;
           try {
             const serial = await deps.soaSerial(server, zone);
-            // Only a newer one: a node cache asks through the Pod's forwarder, whose cached SOA may be older.
-            if (serialNewer(serial, state.serial)) {
+            // Only a newer one: a node cache asks through the Pod's forwarder, whose cached SOA may
+            // be older. Any other, once positions are given: the serial is then another replica's
+            // (the connection reached a new Pod), which may count lower for the same state.
+            if (serialNewer(serial, state.serial) || (state.position && serial !== state.serial)) {
               deps.log.info('SOA check: serial moved without a NOTIFY; fetching the changes', {
                 zone,
                 held: state.serial,

@@ -1,4 +1,4 @@
-import type { Buffer } from 'node:buffer';
+import { Buffer } from 'node:buffer';
 import type { Logger } from '@cluster-dns/runtime';
 import {
   buildIxfrQuery,
@@ -22,9 +22,9 @@ import { createZoneSync, type ZoneSync } from './zone-sync.js';
  * Zone sync (zone-sync.ts) on the network: a zone's server is the first server of its route, NOTIFY
  * is taken from any server of the route, changes come by IXFR over TCP and the serial by a plain SOA
  * query, and what changed is dropped from `cache`. On a `force_tcp` route (node-local mode) both go
- * on the route's kept connections: a node cache then reads the serials of the one cluster DNS Pod
- * its connection reached, not whichever Pod kube-proxy picks per fetch (each record-builder counts
- * serials of its own), and pays no TCP handshake per fetch.
+ * on the route's kept connections: a node cache then reads the one cluster DNS Pod its connection
+ * reached, not whichever Pod kube-proxy picks per fetch, and pays no TCP handshake per fetch; when
+ * that Pod goes, the position its copy holds lets the next answer from what changed.
  */
 export function createZoneTransfers(deps: {
   routes(): RouteTable;
@@ -51,9 +51,13 @@ export function createZoneTransfers(deps: {
       if (deps.notifyFromAnySource) return route.kind === 'server' && route.domain === zone ? undefined : [];
       return route.servers.map((s) => s.host);
     },
-    transfer: async (server, zone, serial) => {
+    transfer: async (server, zone, serial, position) => {
       const reader = new ZoneChangeReader();
-      const query = buildIxfrQuery(randomQueryId(), zone, serial, { programmingTimes: true });
+      // The position empty until the first reply gives one: an empty option asks for it.
+      const query = buildIxfrQuery(randomQueryId(), zone, serial, {
+        programmingTimes: true,
+        position: position ?? Buffer.alloc(0),
+      });
       const onMessage = (m: Buffer) => reader.push(m);
       const kept = keptFor(zone);
       if (kept) await kept.stream(server, query, { timeoutMs: options.forwardDeadlineMs, onMessage });
