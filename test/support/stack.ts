@@ -72,9 +72,11 @@ export async function startStack(
     upstreamRecords?: TestUpstreamOptions['records'];
     /** A clusterset zone: served by the record-builder (--multicluster-zone) and routed to it. */
     clustersetZone?: string;
+    /** Another Pod's API server (a second replica): then `objects` is ignored, and close leaves it. */
+    api?: TestApiServer;
   } = {},
 ): Promise<Stack> {
-  const api = await startApiServer({ objects: options.objects ?? baseCluster() });
+  const api = options.api ?? (await startApiServer({ objects: options.objects ?? baseCluster() }));
   const upstream = await startTestUpstream({
     records: options.upstreamRecords ?? {
       'pay.example.org.': [{ type: 1, address: '192.0.2.7', ttl: 300 }],
@@ -129,7 +131,7 @@ export async function startStack(
       await fw.stop('SIGKILL');
       await rb.stop('SIGKILL');
       await upstream.close();
-      await api.close();
+      if (!options.api) await api.close();
     },
   };
 }

@@ -234,6 +234,12 @@ export function createRecordBuilderMetrics(registry: Registry) {
     labelNames: ['type', 'result'],
     registers: [registry],
   });
+  const positions = new Counter({
+    name: 'clusterdns_recordbuilder_ixfr_positions_total',
+    help: 'IXFRs asked from a copy another replica (or an earlier process) made, answered from its position on the cluster’s clock, by result (incremental, full: the journal could not place it, current). Moves during a rollout, drain or restart.',
+    labelNames: ['result'],
+    registers: [registry],
+  });
   const journalBytes = new Gauge({
     name: 'clusterdns_recordbuilder_journal_bytes',
     help: 'Memory the IXFR change journal holds (bounded by --ixfr-journal-mib).',
@@ -361,8 +367,9 @@ export function createRecordBuilderMetrics(registry: Registry) {
     notifyAcked(target: string, seconds: number): void {
       propagation.labels(target).observe(seconds);
     },
-    transferred(type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current'): void {
+    transferred(type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current', foreign = false): void {
       transfers.labels(type, result).inc();
+      if (foreign) positions.labels(result).inc();
     },
     journal(stats: { bytes: number; changes: number }): void {
       journalBytes.set(stats.bytes);

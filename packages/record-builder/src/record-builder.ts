@@ -105,7 +105,7 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
       const plain = address.replace(/^::ffff:/, '');
       return options.transferTo.includes(plain) || notifyHosts.includes(plain);
     },
-    onTransfer: (type, result) => metrics.transferred(type, result),
+    onTransfer: (type, result, foreign) => metrics.transferred(type, result, foreign),
     answerCacheBytes: options.answerCacheMib * 1048576,
   });
   const notifier = createRecordBuilderNotifier(options, 'forwarders', state, log, metrics);

@@ -24,7 +24,7 @@ export interface ResponderOptions {
   /** Bytes of ready answers kept at most. */
   answerCacheBytes?: number;
   /** Told of each zone transfer served. */
-  onTransfer?: (type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current') => void;
+  onTransfer?: (type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current', foreign?: boolean) => void;
 }
 
 export interface Responder {

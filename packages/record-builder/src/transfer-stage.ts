@@ -26,7 +26,12 @@ export class TransferStage implements Stage<ZoneRequest> {
   constructor(
     private readonly view: ZoneView,
     private readonly allowed: (address: string) => boolean,
-    private readonly onTransfer?: (type: 'axfr' | 'ixfr', result: 'incremental' | 'full' | 'current') => void,
+    /** `foreign`: an IXFR answered from another replica's (or an earlier process's) position. */
+    private readonly onTransfer?: (
+      type: 'axfr' | 'ixfr',
+      result: 'incremental' | 'full' | 'current',
+      foreign?: boolean,
+    ) => void,
   ) {}
 
   serve(request: ZoneRequest, next: Next<ZoneRequest>): Reply | Promise<Reply> {
@@ -52,15 +57,15 @@ export class TransferStage implements Stage<ZoneRequest> {
     const key = `${context.transport}|${q.qname}|${q.qclass}|${from}|${asksProgrammingTimes(q)}|${positionKey(this.view, q)}`;
     const kept = this.memo.replies.get(key);
     if (kept) {
-      this.onTransfer?.('ixfr', kept.result);
+      this.onTransfer?.('ixfr', kept.result, kept.foreign);
       return withId(kept.messages, q.id);
     }
     const transfer = incrementalTransfer(this.view, zone, q, from, context.transport === 'tcp');
-    this.onTransfer?.('ixfr', transfer.result);
+    this.onTransfer?.('ixfr', transfer.result, transfer.foreign);
     const messages = [...transfer.messages];
     const bytes = messages.reduce((n, m) => n + m.length, 0);
     if (this.memo.bytes + bytes <= MEMO_BYTES) {
-      this.memo.replies.set(key, { messages, result: transfer.result });
+      this.memo.replies.set(key, { messages, result: transfer.result, foreign: transfer.foreign });
       this.memo.bytes += bytes;
       return withId(messages, q.id);
     }
@@ -72,7 +77,7 @@ export class TransferStage implements Stage<ZoneRequest> {
     serial: number;
     /** The clock's (cluster-clock.ts): a list or a dropped change changes what positions get. */
     generation: number;
-    replies: Map<string, { messages: Buffer[]; result: 'incremental' | 'full' | 'current' }>;
+    replies: Map<string, { messages: Buffer[]; result: 'incremental' | 'full' | 'current'; foreign: boolean }>;
     bytes: number;
   } = { serial: -1, generation: -1, replies: new Map(), bytes: 0 };
 }

@@ -115,7 +115,7 @@ export function incrementalTransfer(
   clientSerial: number,
   /** False over UDP, where the current SOA alone is the answer (RFC 1995 §2). */
   byPosition = true,
-): { messages: Iterable<Buffer>; result: 'incremental' | 'full' | 'current' } {
+): { messages: Iterable<Buffer>; result: 'incremental' | 'full' | 'current'; foreign: boolean } {
   const current = soaRecord(view, zone);
   const clock = view.state.clock;
   const given = byPosition ? positionOf(q) : undefined;
@@ -127,8 +127,8 @@ export function incrementalTransfer(
   if (byPosition && asksPosition(q))
     options.push({ code: ZONE_POSITION_OPTION, data: encodeZonePosition(clock.position()) });
   const opt = () => (options.length ? optRecordWithOptions(options) : undefined);
-  const whole = () => ({ messages: zoneTransfer(view, zone, q, opt()), result: 'full' as const });
-  const up = () => ({ messages: [...messagesOf(q, [current], opt())], result: 'current' as const });
+  const whole = () => ({ messages: zoneTransfer(view, zone, q, opt()), result: 'full' as const, foreign: !!foreign });
+  const up = () => ({ messages: [...messagesOf(q, [current], opt())], result: 'current' as const, foreign: !!foreign });
   if (!foreign && clientSerial === view.state.serial) return up();
   // The journal keeps the cluster's names: an external zone is sent whole (RFC 1995 §4 allows it).
   if (externalZoneOf(view, zone)) return whole();
@@ -150,6 +150,7 @@ export function incrementalTransfer(
   return {
     messages: [...messagesOf(q, [current, theirs, ...diff.deleted, current, ...diff.added, current], opt())],
     result: 'incremental',
+    foreign: !!foreign,
   };
 }
 

@@ -9,11 +9,12 @@ import { freePort } from './free-port.js';
  * ConfigMap folder, empty), and its setup metrics go to a free port. `extra` flags follow.
  * `localIp`: the address it serves on instead of 127.0.0.1, which the caller has put on an
  * interface (a node's network namespace); its setup metrics then listen there on 9353.
+ * `notifyListen`: where it takes NOTIFY (off by default).
  */
 export async function loopbackNodeCacheArgs(
   corefile: string,
   extra: readonly string[] = [],
-  options: { localIp?: string } = {},
+  options: { localIp?: string; notifyListen?: string } = {},
 ): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'node-cache-'));
   writeFileSync(join(dir, 'Corefile.base'), corefile);
@@ -27,7 +28,7 @@ export async function loopbackNodeCacheArgs(
     `-kubednscm=${dir}`,
     `-resolv-file=${join(dir, 'resolv.conf')}`,
     `-metrics-listen-address=${options.localIp ? `${options.localIp}:9353` : `127.0.0.1:${await freePort()}`}`,
-    '-notify-listen-address=',
+    `-notify-listen-address=${options.notifyListen ?? ''}`,
     ...extra,
   ];
 }
