@@ -11,7 +11,16 @@ import { steadyMemory } from './scale.mjs';
 
 const pin = (core) => (tools.taskset ? ['taskset', '-c', String(core)] : []);
 
-export async function runFanout({ row, caches = 1000, rate = 100, seconds = 10, services = 1000, rbNodeArgs = [] }) {
+export async function runFanout({
+  row,
+  caches = 1000,
+  rate = 100,
+  seconds = 10,
+  services = 1000,
+  rbNodeArgs = [],
+  dir = ROOT,
+  name = 'cluster-dns',
+}) {
   const objects = [fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'] })];
   for (let i = 0; i < services; i++)
     objects.push(fixtures.service('fan', `base-${i}`, { clusterIPs: [`10.97.${i >> 8}.${i & 255}`] }));
@@ -21,12 +30,14 @@ export async function runFanout({ row, caches = 1000, rate = 100, seconds = 10, 
   const rbPort = await freePort();
   const sim = await launchProcess({
     script: join(ROOT, 'bench/node-cache-sim.mjs'),
-    args: [JSON.stringify({ count: caches, rbPort, zone: 'cluster.local.' })],
+    // Each hands back the position its last reply gave, as the forwarder does (an older build
+    // ignores it).
+    args: [JSON.stringify({ count: caches, rbPort, positions: true, zone: 'cluster.local.' })],
     prefix: pin(LOAD_CORE),
   });
   const targets = sim.ready.ports.map((p) => `--notify-node-cache=127.0.0.1:${p}`);
   const rb = await launchProcess({
-    script: join(ROOT, 'packages/record-builder/dist/main.js'),
+    script: join(dir, 'packages/record-builder/dist/main.js'),
     nodeArgs: rbNodeArgs,
     // The later --dns-port wins over recordBuilderArgs' 0: the simulated caches fetch from it.
     // Each simulated cache fetches up to three zones at once over TCP, all from 127.0.0.1: the
@@ -66,7 +77,7 @@ export async function runFanout({ row, caches = 1000, rate = 100, seconds = 10, 
     sim.child.kill('SIGTERM');
     const result = await sim.waitForLog((l) => l.msg === 'result', 30_000, 'the simulated caches’ result');
     const expected = made * caches;
-    row(caseName, 'cluster-dns', {
+    row(caseName, name, {
       changes: made,
       deliveries: result.deliveries,
       missing: expected - result.deliveries,

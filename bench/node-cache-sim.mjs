@@ -6,6 +6,12 @@
 // Bounded: it serves until SIGTERM, then prints {count, fetches, full, failed, deliveries, p50, p99,
 // max} (the delays in ms) and exits.
 //   node bench/node-cache-sim.mjs '{"count":1000,"rbPort":10053,"zone":"cluster.local."}'
+// `rbPorts` (instead of rbPort): record-builder replicas in turn; SIGUSR2 moves every cache to the
+// next (its Pod went), and the result counts what the fetches after the move cost (`moved`).
+// `positions`: each cache hands back the position its last reply gave, as the forwarder does.
+// `refetchMs`: each zone is also fetched that often, as the forwarder's SOA check fetches a zone
+// whose serial moved (every zone's serial moves with any change; 0: never).
+import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import {
   buildBareResponse,
@@ -19,16 +25,33 @@ import {
 } from '@cluster-dns/wire';
 
 // `zone`: the cluster zone, whose changes are timed; NOTIFY for any zone fetches that zone.
-const { count, rbPort, zone: clusterZone } = JSON.parse(process.argv[2]);
+const {
+  count,
+  rbPort,
+  rbPorts = [rbPort],
+  positions = false,
+  refetchMs = 0,
+  zone: clusterZone,
+} = JSON.parse(process.argv[2]);
 if (!(count > 0 && count <= 5000)) throw new Error('count out of bounds');
-const server = { host: '127.0.0.1', port: rbPort };
+const server = { host: '127.0.0.1', port: rbPorts[0] };
 const delaysMs = [];
 const totals = { fetches: 0, full: 0, failed: 0 };
+/** What fetches cost after the move to the next replica. */
+let moved;
 let primed = 0;
+process.on('SIGUSR2', () => {
+  server.port = rbPorts[rbPorts.indexOf(server.port) + 1] ?? server.port;
+  moved = { fetches: 0, full: 0, failed: 0, bytes: 0 };
+  console.log(JSON.stringify({ msg: 'moved', port: server.port }));
+});
 
 /** One zone of one cache: the serial held, one fetch at a time, the NOTIFYs waiting on it. */
 function zoneOf(zone, onPrimed) {
+  /** Names this cache has been told of: a name told twice (a move, a refetch) is one delivery. */
+  const told = new Set();
   let serial = 0;
+  let position;
   let fetching;
   let again = false;
   const waiting = [];
@@ -37,19 +60,38 @@ function zoneOf(zone, onPrimed) {
     do {
       again = false;
       const reader = new ZoneChangeReader();
+      const after = moved;
       try {
-        await transferTcp(server, buildIxfrQuery(randomQueryId(), zone, serial), {
+        const query = buildIxfrQuery(
+          randomQueryId(),
+          zone,
+          serial,
+          positions ? { position: position ?? Buffer.alloc(0) } : {},
+        );
+        await transferTcp({ ...server }, query, {
           timeoutMs: 10_000,
-          onMessage: (m) => reader.push(m),
+          onMessage: (m) => {
+            if (after) after.bytes += m.length;
+            return reader.push(m);
+          },
         });
         const change = reader.result;
         totals.fetches++;
-        if (change?.kind === 'full') totals.full++;
+        if (after) after.fetches++;
+        if (change?.kind === 'full') {
+          totals.full++;
+          if (after) after.full++;
+        }
+        position = change?.position;
         if (change?.kind === 'incremental' && zone === clusterZone) {
           const now = Date.now();
           for (const name of change.names) {
             const m = /^fan-\d+-(\d+)\./.exec(name);
-            if (m) delaysMs.push(now - Number(m[1]));
+
+            if (m && !told.has(name)) {
+              told.add(name);
+              delaysMs.push(now - Number(m[1]));
+            }
           }
         }
         if (change) {
@@ -59,6 +101,7 @@ function zoneOf(zone, onPrimed) {
         ok = true;
       } catch {
         totals.failed++;
+        if (after) after.failed++;
         ok = false;
       }
     } while (again);
@@ -66,6 +109,12 @@ function zoneOf(zone, onPrimed) {
     for (const reply of waiting.splice(0)) reply(ok ? RCODE.NOERROR : RCODE.SERVFAIL);
     fetching = undefined;
   };
+  if (refetchMs > 0) {
+    const timer = setInterval(() => {
+      if (serial !== 0 && !fetching) fetching = fetch();
+    }, refetchMs);
+    timer.unref();
+  }
   return (reply) => {
     waiting.push(reply);
     if (fetching) again = true;
@@ -114,6 +163,7 @@ process.on('SIGTERM', () => {
     p50: at(0.5),
     p99: at(0.99),
     max: sorted.at(-1) ?? null,
+    ...(moved ? { moved } : {}),
   };
   // Exit once the line is written: a pipe takes it asynchronously.
   process.stdout.write(`${JSON.stringify(line)}\n`, () => process.exit(0));

@@ -1,6 +1,6 @@
 // `pnpm bench`: throughput, latency, scale, memory and propagation, with dnsmasq measured in the
 // same run where it is installed. Writes bench/results/<date>.json and .md and prints the table.
-//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11,12,13] [--rounds=5] [--baseline=<dir>[,<dir>]]
+//   pnpm bench [-- --seconds=10] [--quick] [--cases=1,2,3,4,5,6,7,8,9,10,11,12,13,14] [--rounds=5] [--baseline=<dir>[,<dir>]]
 // --baseline: built older checkouts (git clone, checkout, install, tsc -b) whose forwarders run
 // beside ours, interleaved in the same rounds (cases 1 and 3), and under the same attacks (case
 // 10): "no regression" and "before" are measured, not remembered.
@@ -38,6 +38,7 @@ import {
 import { runListing } from './listing.mjs';
 import { runNodeCacheFootprint } from './node-cache-footprint.mjs';
 import { runPropagation } from './push.mjs';
+import { runRollout } from './rollout.mjs';
 import { runScale, runSizing } from './scale.mjs';
 import { writeSizing } from './sizing.mjs';
 import { runWorkers } from './workers.mjs';
@@ -287,7 +288,12 @@ if (want(8)) await runCacheMemory({ row, forwarderArgs });
 if (want(11)) await runNodeCacheFootprint({ row, note: (n) => notes.push(n) });
 
 // ---- case 9: push to 1,000 node caches at 100 changes/s: the record-builder's cost, propagation (bench/fanout.mjs)
-if (want(9)) await runFanout({ row, seconds: quick ? 5 : seconds });
+// With --baseline, ours and each older build in turn, twice: one run's ratios on a shared machine.
+if (want(9))
+  for (let round = 0; round < (baselines.length ? 2 : 1); round++) {
+    await runFanout({ row, seconds: quick ? 5 : seconds });
+    for (const dir of baselines) await runFanout({ row, seconds: quick ? 5 : seconds, dir, name: baselineName(dir) });
+  }
 
 // ---- case 10: one misbehaving client against the others (bench/isolation.mjs)
 if (want(10))
@@ -304,6 +310,9 @@ if (want(12)) await runAutopath({ row, notes, quick });
 
 // ---- case 13: the record-builder's start at 5,000-node counts, streamed lists vs paged (bench/listing.mjs)
 if (want(13)) await runListing({ row, notes, rounds: quick ? 1 : 2 });
+
+// ---- case 14: node caches through a rollout of the record-builder, ours against --baseline (bench/rollout.mjs)
+if (want(14)) await runRollout({ row, baselines, seconds: quick ? 6 : seconds });
 
 // ---- report
 const date = new Date().toISOString().slice(0, 10);

@@ -16,14 +16,16 @@ export interface ZoneDiff {
 const rrKey = (rr: Rr) =>
   `${rr.name}|${rr.type}|${rr.address ?? ''}|${rr.target ?? ''}|${rr.port ?? ''}|${rr.priority ?? ''}|${rr.weight ?? ''}|${rr.text?.join('\u0000') ?? ''}`;
 
-const byKey = (a: Rr, b: Rr) => {
-  const x = rrKey(a);
-  const y = rrKey(b);
-  return x < y ? -1 : x > y ? 1 : 0;
-};
-
-/** Sorted, once each: replicas holding the same state send the same bytes. */
-const sorted = (rrs: Rr[]) => rrs.sort(byKey).filter((rr, i, all) => i === 0 || byKey(all[i - 1] as Rr, rr) !== 0);
+/** Sorted, once each: replicas holding the same state send the same bytes. Keys made once each. */
+function sorted(rrs: readonly Rr[]): Rr[] {
+  const keyed = rrs.map((rr) => ({ key: rrKey(rr), rr }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const out: Rr[] = [];
+  for (let i = 0; i < keyed.length; i++)
+    if (i === 0 || (keyed[i - 1] as { key: string }).key !== (keyed[i] as { key: string }).key)
+      out.push((keyed[i] as { rr: Rr }).rr);
+  return out;
+}
 
 /**
  * The exact difference (RFC 1995) between the zone at a serial this replica made and now, for a
