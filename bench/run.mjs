@@ -272,6 +272,11 @@ if (want(7)) {
 if (want(5)) {
   await withSelfOn(LOAD_CORE, async () => {
     const oneCore = await runScale({ cores: String(SERVER_CORE), seconds, row, quick });
+    // With --baseline: each older build's bundle on one core, then ours again, in turn.
+    for (const dir of baselines) {
+      await runScale({ cores: String(SERVER_CORE), seconds, row, quick, dir, name: baselineName(dir) });
+      await runScale({ cores: String(SERVER_CORE), seconds, row, quick });
+    }
     await runSizing({ row, full: oneCore });
   });
   await runScale({ cores: `${SERVER_CORE},${LOAD_CORE}`, seconds, row, quick });

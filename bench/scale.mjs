@@ -241,7 +241,7 @@ export function manifestNodeOptions(container = 'kubedns') {
   return `${value} --expose-gc`;
 }
 
-export async function startRecordBuilder(objects, cores, cgroup, { api: apiOptions = {}, args = [] } = {}) {
+export async function startRecordBuilder(objects, cores, cgroup, { api: apiOptions = {}, args = [], dir = ROOT } = {}) {
   const api = await startApiServer({ objects, historyLimit: 200_000, ...apiOptions });
   const kubeconfig = join(await mkdtemp(join(SCRATCH, 'bench-scale-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
@@ -250,7 +250,7 @@ export async function startRecordBuilder(objects, cores, cgroup, { api: apiOptio
     [...recordBuilderArgs(kubeconfig), ...args],
     cores,
     { NODE_OPTIONS: process.env.RB_NODE_OPTIONS ?? manifestNodeOptions() },
-    join(ROOT, 'packages/record-builder/bundle/main.js'),
+    join(dir, 'packages/record-builder/bundle/main.js'),
     { cgroup },
   );
   return { api, rb, cpuToReadyS: cpuSeconds(rb.pid) };
@@ -301,10 +301,10 @@ export async function runSizing({ row, full }) {
 }
 
 /** The whole case on `cores` (a taskset list: "0" or "0,1"); rows go to `row`. Returns the figures sizing needs. */
-export async function runScale({ cores, seconds, row, quick }) {
+export async function runScale({ cores, seconds, row, quick, dir = ROOT, name = 'cluster-dns' }) {
   const label = `${cores.split(',').length} core${cores.includes(',') ? 's' : ''}`;
   const cgroup = newMemoryCgroup(`record-builder-${cores.replace(',', '-')}`);
-  const { api, rb, cpuToReadyS } = await startRecordBuilder(clusterObjects(), cores, cgroup);
+  const { api, rb, cpuToReadyS } = await startRecordBuilder(clusterObjects(), cores, cgroup, { dir });
   const { dnsPort, metricsPort } = rb.ready;
   const full = { cpuToReadyS, rssMiB: 0, eventsPerCoreS: null };
   const ms = seconds * 1000;
@@ -324,7 +324,7 @@ export async function runScale({ cores, seconds, row, quick }) {
     const atSteady = await metric(metricsPort);
     const { rssMiB: rssAfterGc, gc } = await settledRss(rb);
     full.rssMiB = rssAfterGc;
-    row(`5. scale (${label}): start to ready`, 'cluster-dns', {
+    row(`5. scale (${label}): start to ready`, name, {
       readyS: round(rb.readyMs / 1000, 2),
       cpuToReadyS: round(cpuToReadyS, 2),
       endpoints: rb.ready.endpoints,
@@ -336,11 +336,11 @@ export async function runScale({ cores, seconds, row, quick }) {
       workerHeapMiBAfterGc: round(gc.workerHeapUsed / 1048576),
     });
     // Right after ready: names never asked, so every headless answer is built for the first time.
-    row(`5. scale (${label}): 5k QPS right after ready (cold)`, 'cluster-dns', await load(names(ms * 5, 0)));
+    row(`5. scale (${label}): 5k QPS right after ready (cold)`, name, await load(names(ms * 5, 0)));
     const warm = await load(names(2000, 0));
-    row(`5. scale (${label}): 5k QPS, no events (warm)`, 'cluster-dns', warm);
+    row(`5. scale (${label}): 5k QPS, no events (warm)`, name, warm);
     if (tools.dnsperf)
-      row(`5. scale (${label}): 5k QPS, no events (warm), dnsperf`, 'cluster-dns', await loadByDnsperf(names(2000, 0)));
+      row(`5. scale (${label}): 5k QPS, no events (warm), dnsperf`, name, await loadByDnsperf(names(2000, 0)));
     // The same load and client against dnsmasq on the same core, right after: what this host's
     // scheduling and wake-ups alone give at the tail, so ours is read against it, not against 1 ms.
     if (tools.dnsperf && tools.dnsmasq && !cores.includes(','))
@@ -359,7 +359,7 @@ export async function runScale({ cores, seconds, row, quick }) {
       const eventCpu = (churn.result.result.cpuPercent - warm.cpuPercent) / 100;
       const eventsPerCoreS = eventCpu > 0 ? round(churn.result.eventsPerSecond / eventCpu) : null;
       if (perSecond === 1000) full.eventsPerCoreS = eventsPerCoreS;
-      row(`5. scale (${label}): 5k QPS, ${perSecond.toLocaleString('en')} EndpointSlice events/s`, 'cluster-dns', {
+      row(`5. scale (${label}): 5k QPS, ${perSecond.toLocaleString('en')} EndpointSlice events/s`, name, {
         ...churn.result.result,
         events: churn.result.events,
         eventsPerS: churn.result.eventsPerSecond,
@@ -389,7 +389,7 @@ export async function runScale({ cores, seconds, row, quick }) {
       // The same rate again from dnsperf, before the 5,000/s phase leaves its aftermath behind.
       if (tools.dnsperf && perSecond === 1000) {
         const byDnsperf = await withChurn(api, 1000, () => loadByDnsperf(names(2000, 0)));
-        row(`5. scale (${label}): 5k QPS, 1,000 EndpointSlice events/s, dnsperf`, 'cluster-dns', {
+        row(`5. scale (${label}): 5k QPS, 1,000 EndpointSlice events/s, dnsperf`, name, {
           ...byDnsperf.result,
           events: byDnsperf.events,
           eventsPerS: byDnsperf.eventsPerSecond,
@@ -398,7 +398,7 @@ export async function runScale({ cores, seconds, row, quick }) {
     }
     row(
       `5. scale (${label}): event → answer in the record-builder`,
-      'cluster-dns',
+      name,
       await eventToAnswer(api, dnsPort, quick ? 50 : 200),
     );
   } finally {
