@@ -44,8 +44,10 @@ export type JournalEntry =
 
 /** What an entry keeps alive, roughly: what bounds the journal. */
 function entryBytes(entry: JournalEntry): number {
-  if (entry.kind === 'names') return 200 + entry.before.size * 150;
-  let bytes = 300;
+  // Its ChangeAt: an object and the object's key string.
+  const at = entry.at ? 100 : 0;
+  if (entry.kind === 'names') return at + 200 + entry.before.size * 150;
+  let bytes = at + 300;
   for (const group of entry.groups) bytes += 200 + group.count * 48;
   return bytes;
 }
