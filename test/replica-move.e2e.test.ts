@@ -11,7 +11,7 @@ import {
 } from '@cluster-dns/testkit';
 import { QTYPE, queryDns, RCODE } from '@cluster-dns/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseCluster, type Stack, startStack } from './support/stack.js';
+import { baseCluster, pgSlice, type Stack, startStack } from './support/stack.js';
 
 // Two cluster DNS Pods (record-builder, and the forwarder relaying node caches' transfers) on one
 // API, and a node cache whose cluster zone goes, over its kept TCP connection, through a stand-in
@@ -147,15 +147,7 @@ describe('a node cache whose Pod goes: caught up by the next one, from its posit
     const incrementalBefore = await transfers('incremental');
     // Changes only the second Pod can push now: a Service gone, an endpoint added.
     api.remove('Service', 'shop', 'web');
-    api.apply(
-      fixtures.endpointSlice(
-        'data',
-        'pg',
-        'pg-1',
-        Array.from({ length: 41 }, (_, i) => ({ addresses: [`10.244.1.${i + 1}`], hostname: `pg-${i}` })),
-        { ports: [{ name: 'pg', port: 5432 }] },
-      ),
-    );
+    api.apply(pgSlice(41));
     await waitFor(async () => (await addresses('web.shop.svc.cluster.local')) === 'NXDOMAIN', {
       what: 'the deleted Service gone from the node cache',
     });

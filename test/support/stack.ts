@@ -39,17 +39,21 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export const baseCluster = () => [
-  fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'], ports: [{ name: 'https', port: 443 }] }),
-  fixtures.service('shop', 'web', { clusterIPs: ['10.96.1.10', 'fd00::10'], ports: [{ name: 'http', port: 80 }] }),
-  fixtures.service('data', 'pg', { headless: true, ports: [{ name: 'pg', port: 5432 }] }),
+/** baseCluster's headless `pg` Service's slice: `endpoints` pods pg-0… at 10.244.1.1…. */
+export const pgSlice = (endpoints = 40) =>
   fixtures.endpointSlice(
     'data',
     'pg',
     'pg-1',
-    Array.from({ length: 40 }, (_, i) => ({ addresses: [`10.244.1.${i + 1}`], hostname: `pg-${i}` })),
+    Array.from({ length: endpoints }, (_, i) => ({ addresses: [`10.244.1.${i + 1}`], hostname: `pg-${i}` })),
     { ports: [{ name: 'pg', port: 5432 }] },
-  ),
+  );
+
+export const baseCluster = () => [
+  fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'], ports: [{ name: 'https', port: 443 }] }),
+  fixtures.service('shop', 'web', { clusterIPs: ['10.96.1.10', 'fd00::10'], ports: [{ name: 'http', port: 80 }] }),
+  fixtures.service('data', 'pg', { headless: true, ports: [{ name: 'pg', port: 5432 }] }),
+  pgSlice(),
   fixtures.service('shop', 'pay', { externalName: 'pay.example.org' }),
 ];
 

@@ -17,6 +17,9 @@ export function clockedResourceId(resource: ResourceName): number | undefined {
   return RESOURCE_ID[resource];
 }
 
+/** A resource's progress: every event up to `version` applied, and the objects then. */
+type Progress = { readonly version: number; readonly fingerprint?: StateFingerprint };
+
 const sameFingerprint = (a: StateFingerprint | undefined, b: StateFingerprint | undefined) =>
   a !== undefined && b !== undefined && a.count === b.count && a.sum === b.sum;
 
@@ -37,8 +40,8 @@ export class ClusterClock {
   /** This process: a position it made itself is answered by its own serials. */
   readonly origin: Buffer = randomBytes(8);
   private readonly highest = new Map<number, number>();
-  private readonly at = new Map<number, { version: number; fingerprint?: StateFingerprint }>();
-  private readonly floors = new Map<number, { version: number; fingerprint?: StateFingerprint }>();
+  private readonly at = new Map<number, Progress>();
+  private readonly floors = new Map<number, Progress>();
   private readonly wentBack = new Set<number>();
   /** Moves whenever what a position can be answered from changes without a change of the zones. */
   generation = 0;

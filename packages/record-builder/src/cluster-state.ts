@@ -113,8 +113,7 @@ export class ClusterState {
   markServed(): void {
     // Nothing was applied with a version (an empty cluster): the serial starts from the clock
     // still, not from the time this process started, so replicas agree from their first change.
-    if (this.clock.hasProgress() && this.clock.sum() !== this.serialNumber && !this.clockedChange)
-      this.serialNumber = this.clock.sum();
+    if (this.clock.hasProgress() && !this.clockedChange) this.serialNumber = this.clock.sum();
     this.served = true;
     this.journalOf?.startServing(this.serialNumber);
   }

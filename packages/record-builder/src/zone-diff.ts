@@ -1,6 +1,6 @@
 import { type Fqdn, isInZone, type Rr } from '@cluster-dns/wire';
 import { clockedResourceId } from './cluster-clock.js';
-import type { EndpointGroup, ServiceInfo } from './cluster-model.js';
+import { type EndpointGroup, type ServiceInfo, serviceKey } from './cluster-model.js';
 import { ownerRecords } from './owner-records.js';
 import { withSrvWeights } from './service-records.js';
 import type { JournalEntry } from './zone-journal.js';
@@ -211,10 +211,8 @@ export function evictionsFrom(
     if (!kept) {
       kept = [];
       owned.set(object, kept);
-      kept.push(service ? entry.service : entry.groups.find((g) => `${g.namespace}/${g.name}` === at.key));
-    } else if (lastWithin.get(object)) {
-      kept.push(service ? entry.service : entry.groups.find((g) => `${g.namespace}/${g.name}` === at.key));
-    }
+    } else if (!lastWithin.get(object)) kept = undefined;
+    kept?.push(service ? entry.service : entry.groups.find((g) => serviceKey(g.namespace, g.name) === at.key));
     lastWithin.set(object, at.version <= limit);
   }
   for (const [owner, owned] of versions) {

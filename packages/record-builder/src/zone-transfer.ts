@@ -118,14 +118,14 @@ export function incrementalTransfer(
 ): { messages: Iterable<Buffer>; result: 'incremental' | 'full' | 'current'; foreign: boolean } {
   const current = soaRecord(view, zone);
   const clock = view.state.clock;
-  const given = byPosition ? positionOf(q) : undefined;
+  const data = byPosition ? positionData(q) : undefined;
+  const given = positionIn(data);
   // A copy another replica (or an earlier process) made: answered by its position, never by its
   // serial, which means nothing here even when it equals ours.
   const foreign = given && !clock.isOurs(given) ? given : undefined;
   const options: EdnsOption[] = [];
   // What we send tells where the copy stands after it; its holder hands it back next time.
-  if (byPosition && asksPosition(q))
-    options.push({ code: ZONE_POSITION_OPTION, data: encodeZonePosition(clock.position()) });
+  if (data !== undefined) options.push({ code: ZONE_POSITION_OPTION, data: encodeZonePosition(clock.position()) });
   const opt = () => (options.length ? optRecordWithOptions(options) : undefined);
   const whole = () => ({ messages: zoneTransfer(view, zone, q, opt()), result: 'full' as const, foreign: !!foreign });
   const up = () => ({ messages: [...messagesOf(q, [current], opt())], result: 'current' as const, foreign: !!foreign });
@@ -154,26 +154,24 @@ export function incrementalTransfer(
   };
 }
 
-/** The position an IXFR query hands back (zone-position.ts), or undefined (none, or unreadable). */
-function positionOf(q: ParsedQuery): ZonePosition | undefined {
-  if (q.edns === undefined) return undefined;
-  const data = ednsOption(q.raw, ZONE_POSITION_OPTION);
-  return data?.length ? decodeZonePosition(data) : undefined;
+/** The position option of an IXFR query: its data (empty: it asks for one), or undefined when absent. */
+function positionData(q: ParsedQuery): Buffer | undefined {
+  return q.edns === undefined ? undefined : ednsOption(q.raw, ZONE_POSITION_OPTION);
 }
 
-/** Whether an IXFR query carries the position option at all (empty: asks for one). */
-function asksPosition(q: ParsedQuery): boolean {
-  return q.edns !== undefined && ednsOption(q.raw, ZONE_POSITION_OPTION) !== undefined;
-}
+/** The position handed back (zone-position.ts), or undefined (none, or unreadable). */
+const positionIn = (data: Buffer | undefined): ZonePosition | undefined =>
+  data?.length ? decodeZonePosition(data) : undefined;
 
 /**
  * What an IXFR reply depends on besides the question and serial: whether a position was asked
  * for, and another replica's position (ours are answered by serial).
  */
 export function positionKey(view: ZoneView, q: ParsedQuery): string {
-  if (!asksPosition(q)) return '';
-  const given = positionOf(q);
-  return !given ? 'ask' : view.state.clock.isOurs(given) ? 'ours' : `p${encodeZonePosition(given).toString('hex')}`;
+  const data = positionData(q);
+  if (data === undefined) return '';
+  const given = positionIn(data);
+  return !given ? 'ask' : view.state.clock.isOurs(given) ? 'ours' : `p${data.toString('hex')}`;
 }
 
 /**
