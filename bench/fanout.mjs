@@ -1,6 +1,7 @@
 // Bench case 9: push to node caches. One record-builder (pinned to the server core) told of
 // `caches` node caches (--notify-node-cache), simulated in one process on the load core
-// (node-cache-sim.mjs: each takes NOTIFY, fetches the IXFR, then answers), while Services are
+// (node-cache-sim.mjs: each takes a NOTIFY's names when in step, else fetches the IXFR, then
+// answers), while Services are
 // created at `rate` a second. Reports the record-builder's CPU and RSS, the NOTIFYs and IXFRs it
 // served, and how long each change took to reach every cache (p50, p99, max over change × cache).
 import { mkdtemp } from 'node:fs/promises';
@@ -85,6 +86,10 @@ export async function runFanout({
       propagationP99Ms: result.p99,
       propagationMaxMs: result.max,
       fetches: result.fetches,
+      // NOTIFYs whose names were taken in step, with no fetch (an older build sends none).
+      notifiesApplied: result.applied,
+      notifiesOutOfStep: result.gaps,
+      notifiesIncomplete: result.incomplete,
       fetchesPerCachePerS: round(result.fetches / caches / busyS, 2),
       fullTransfers: result.full,
       failedFetches: result.failed,

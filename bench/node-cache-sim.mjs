@@ -10,12 +10,20 @@
 // next (its Pod went), and the result counts what the fetches after the move cost (`moved`).
 // `positions`: each cache hands back the position its last reply gave, as the forwarder does.
 // `refetchMs`: each zone is also fetched that often, as the forwarder's SOA check fetches a zone
-// whose serial moved (every zone's serial moves with any change; 0: never).
+// whose serial moved (every zone's serial moves with any change; 0: never), except, as the
+// forwarder, a zone kept by its NOTIFYs' names since the last tick whose position is recent.
+// A NOTIFY that carries the names changed (notify-changes.ts) in step with the last is taken as
+// the forwarder takes it: its names delivered, answered at once, no fetch; out of step or
+// incomplete, a fetch first.
 import { Buffer } from 'node:buffer';
 import dgram from 'node:dgram';
 import {
   buildBareResponse,
   buildIxfrQuery,
+  decodeNotifyChanges,
+  decodeZonePosition,
+  ednsOption,
+  NOTIFY_CHANGES_OPTION,
   OPCODE,
   parseQuery,
   RCODE,
@@ -36,7 +44,8 @@ const {
 if (!(count > 0 && count <= 5000)) throw new Error('count out of bounds');
 const server = { host: '127.0.0.1', port: rbPorts[0] };
 const delaysMs = [];
-const totals = { fetches: 0, full: 0, failed: 0 };
+const totals = { fetches: 0, full: 0, failed: 0, applied: 0, gaps: 0, incomplete: 0 };
+const POSITION_REFRESH_MS = 30_000;
 /** What fetches cost after the move to the next replica. */
 let moved;
 let primed = 0;
@@ -49,9 +58,26 @@ process.on('SIGUSR2', () => {
 /** One zone of one cache: the serial held, one fetch at a time, the NOTIFYs waiting on it. */
 function zoneOf(zone, onPrimed) {
   /** Names this cache has been told of: a name told twice (a move, a refetch) is one delivery. */
-  const told = new Set();
+  const delivered = new Set();
+  const deliver = (names) => {
+    if (zone !== clusterZone) return;
+    const now = Date.now();
+    for (const name of names) {
+      const m = /^fan-\d+-(\d+)\./.exec(name);
+      if (m && !delivered.has(name)) {
+        delivered.add(name);
+        delaysMs.push(now - Number(m[1]));
+      }
+    }
+  };
   let serial = 0;
   let position;
+  let positionOrigin;
+  let fetchedAt = 0;
+  /** The sender's serial up to which its names were taken, its process, when last in step. */
+  let told;
+  let toldOrigin;
+  let toldAt = 0;
   let fetching;
   let again = false;
   const waiting = [];
@@ -62,10 +88,12 @@ function zoneOf(zone, onPrimed) {
       const reader = new ZoneChangeReader();
       const after = moved;
       try {
+        const from =
+          told !== undefined && positionOrigin && toldOrigin?.equals(positionOrigin) && told > serial ? told : serial;
         const query = buildIxfrQuery(
           randomQueryId(),
           zone,
-          serial,
+          from,
           positions ? { position: position ?? Buffer.alloc(0) } : {},
         );
         await transferTcp({ ...server }, query, {
@@ -83,17 +111,9 @@ function zoneOf(zone, onPrimed) {
           if (after) after.full++;
         }
         position = change?.position;
-        if (change?.kind === 'incremental' && zone === clusterZone) {
-          const now = Date.now();
-          for (const name of change.names) {
-            const m = /^fan-\d+-(\d+)\./.exec(name);
-
-            if (m && !told.has(name)) {
-              told.add(name);
-              delaysMs.push(now - Number(m[1]));
-            }
-          }
-        }
+        positionOrigin = position && decodeZonePosition(position)?.origin;
+        fetchedAt = Date.now();
+        if (change?.kind === 'incremental') deliver(change.names);
         if (change) {
           if (serial === 0) onPrimed();
           serial = change.serial;
@@ -110,15 +130,42 @@ function zoneOf(zone, onPrimed) {
     fetching = undefined;
   };
   if (refetchMs > 0) {
+    let lastTick = 0;
     const timer = setInterval(() => {
+      const since = lastTick;
+      lastTick = Date.now();
+      if (toldAt > since && lastTick - fetchedAt < POSITION_REFRESH_MS) return;
       if (serial !== 0 && !fetching) fetching = fetch();
     }, refetchMs);
     timer.unref();
   }
-  return (reply) => {
+  const fetchThen = (reply) => {
     waiting.push(reply);
     if (fetching) again = true;
     else fetching = fetch();
+  };
+  return (reply, changes) => {
+    if (changes && serial !== 0) {
+      deliver(changes.names);
+      if (changes.complete && toldOrigin?.equals(changes.origin) && changes.from <= told && told <= changes.to) {
+        told = changes.to;
+        toldAt = Date.now();
+        totals.applied++;
+        reply(RCODE.NOERROR);
+        return;
+      }
+    }
+    if (changes) totals[changes.complete ? 'gaps' : 'incomplete']++;
+    fetchThen((rcode) => {
+      if (changes && rcode === RCODE.NOERROR) {
+        if (!toldOrigin?.equals(changes.origin) || told === undefined || changes.to > told) {
+          told = changes.to;
+          toldOrigin = changes.origin;
+          toldAt = Date.now();
+        }
+      }
+      reply(rcode);
+    });
   };
 }
 
@@ -140,7 +187,12 @@ function cache(socket) {
       });
       zones.set(q.key, notified);
     }
-    notified((rcode) => socket.send(buildBareResponse(q, rcode, { authoritative: true }), rinfo.port, rinfo.address));
+    const data = q.edns === undefined ? undefined : ednsOption(q.raw, NOTIFY_CHANGES_OPTION);
+    const changes = data && decodeNotifyChanges(data, q.key);
+    notified(
+      (rcode) => socket.send(buildBareResponse(q, rcode, { authoritative: true }), rinfo.port, rinfo.address),
+      changes,
+    );
   });
 }
 

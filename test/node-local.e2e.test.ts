@@ -326,7 +326,8 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
           });
         } catch (error) {
           // What each layer holds, for a failure that says where the change stopped.
-          const series = /notifies_received|zone_transfers_total|zone_serial|transfers_relayed|notify_failures/;
+          const series =
+            /notifies_received|notify_changes|zone_transfers_total|zone_serial|transfers_relayed|notify_failures/;
           const pick = (text: string) => text.split('\n').filter((l) => series.test(l) && !l.startsWith('#'));
           const held = [
             `node cache: ${await ask(fqdn)}`,
@@ -346,6 +347,8 @@ describe.skipIf(unavailable || firewalls.length === 0 || !hasCommand('dig'))(
         expect(tookMs).toBeLessThan(10_000);
         const nodeMetrics = await httpGet(pod, `http://${LOCAL_IP}:9253/metrics`);
         expect(nodeMetrics).toMatch(/clusterdns_forwarder_zone_serial\{zone="cluster\.local\."\} \d+/);
+        // Its first NOTIFY carried no names (it fetched); the later ones, in step, carried them.
+        expect(nodeMetrics).toMatch(/^clusterdns_forwarder_notify_changes_total\{result="applied"\} [1-9]/m);
         const podMetrics = await httpGet(dnsPod, `http://127.0.0.1:${podForwarderMetrics}/metrics`);
         expect(podMetrics).toMatch(/clusterdns_forwarder_transfers_relayed_total\{result="relayed"\} [1-9]/);
       });

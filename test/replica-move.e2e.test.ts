@@ -1,3 +1,4 @@
+import dgram from 'node:dgram';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
@@ -52,6 +53,35 @@ async function service(target: number) {
   };
 }
 
+/** A UDP path to `target` that drops everything until opened (answers come back the same way). */
+async function udpRelay(target: number) {
+  const front = dgram.createSocket('udp4');
+  const back = dgram.createSocket('udp4');
+  await new Promise<void>((r) => front.bind(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => back.bind(0, '127.0.0.1', () => r()));
+  let opened = false;
+  const askers = new Map<number, dgram.RemoteInfo>();
+  front.on('message', (msg, rinfo) => {
+    if (!opened || msg.length < 2) return;
+    askers.set(msg.readUInt16BE(0), rinfo);
+    back.send(msg, target, '127.0.0.1');
+  });
+  back.on('message', (msg) => {
+    const asker = msg.length >= 2 ? askers.get(msg.readUInt16BE(0)) : undefined;
+    if (asker) front.send(msg, asker.port, asker.address);
+  });
+  return {
+    port: front.address().port,
+    open: () => {
+      opened = true;
+    },
+    close: () => {
+      front.close();
+      back.close();
+    },
+  };
+}
+
 const counter = (text: string, name: string, labels = '') =>
   Number(new RegExp(`^${name}${labels.replace(/[{}]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
 const metricsOf = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -65,11 +95,12 @@ describe('a node cache whose Pod goes: caught up by the next one, from its posit
   let cachePort: number;
   let cacheMetrics: number;
   let notifyPort: number;
+  let notifyRelay: Awaited<ReturnType<typeof udpRelay>> | undefined;
 
-  const pod = (extra: { api: typeof api }) =>
+  const pod = (extra: { api: typeof api; notifyPort?: number }) =>
     startStack({
       api: extra.api,
-      rbArgs: [`--notify-node-cache=127.0.0.1:${notifyPort}`],
+      rbArgs: [`--notify-node-cache=127.0.0.1:${extra.notifyPort ?? notifyPort}`],
       fwArgs: ['--transfer-relay-from=127.0.0.1/32'],
     });
   const ask = (name: string) => queryDns({ host: '127.0.0.1', port: cachePort }, name, QTYPE.A, { timeoutMs: 2000 });
@@ -114,6 +145,7 @@ describe('a node cache whose Pod goes: caught up by the next one, from its posit
   });
   afterAll(async () => {
     await cache?.stop();
+    notifyRelay?.close();
     await proxy?.close();
     await b?.close();
     await a?.close();
@@ -131,8 +163,11 @@ describe('a node cache whose Pod goes: caught up by the next one, from its posit
       what: 'a new Service pushed to the node cache',
     });
 
-    // A second Pod starts (a rollout's new replica): it lists what the first watched happen.
-    b = await pod({ api });
+    // A second Pod starts (a rollout's new replica): it lists what the first watched happen. The
+    // node is not its to push to while the first is there (rendezvous): its NOTIFYs go nowhere
+    // until then, as if it took the node when the first went.
+    notifyRelay = await udpRelay(notifyPort);
+    b = await pod({ api, notifyPort: notifyRelay.port });
     // The same events applied: the same serial, though each counted from its own start.
     await waitFor(async () => (await serialOf(b?.rbPort as number)) === (await serialOf(a.rbPort)), {
       what: 'both replicas at one serial',
@@ -145,9 +180,12 @@ describe('a node cache whose Pod goes: caught up by the next one, from its posit
     await a.rb.stop('SIGKILL');
     const fullBefore = await transfers('full');
     const incrementalBefore = await transfers('incremental');
-    // Changes only the second Pod can push now: a Service gone, an endpoint added.
+    // Changes only the second Pod can push now: a Service gone, an endpoint added. Its first
+    // NOTIFY to the node carries no names (it has none answered from it): the node fetches, by
+    // IXFR, from the position its copy holds.
     api.remove('Service', 'shop', 'web');
     api.apply(pgSlice(41));
+    notifyRelay.open();
     await waitFor(async () => (await addresses('web.shop.svc.cluster.local')) === 'NXDOMAIN', {
       what: 'the deleted Service gone from the node cache',
     });

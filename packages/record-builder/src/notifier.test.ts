@@ -235,3 +235,101 @@ describe('NOTIFY sender', () => {
     notifier.stop();
   });
 });
+
+describe('NOTIFY sender to node caches: windows, the names carried, fetches a few at a time', () => {
+  const zone = toFqdn('cluster.local');
+  function fleet(count: number, extra: { maxFetching?: number; maxPerSecond?: number } = {}) {
+    let serial = 10;
+    const made: Array<{ from: number | undefined; to: number }> = [];
+    const sent: Array<{ target: DnsServer; query: Buffer; resolve: (b: Buffer) => void }> = [];
+    const targets = Array.from({ length: count }, (_, i) => ({ host: '127.0.0.1', port: 1000 + i }));
+    const notifier = createNotifier({
+      targets,
+      zones: [zone],
+      serial: () => serial,
+      send: (t, query) => new Promise((resolve) => sent.push({ target: t, query, resolve })),
+      // Complete once a target has answered one: the first makes every target fetch.
+      changes: (_z, from, to) => {
+        made.push({ from, to });
+        return { data: Buffer.from([from === undefined ? 0 : 1]), complete: from !== undefined };
+      },
+      log: createSilentLogger(),
+      minIntervalMs: 100,
+      ...extra,
+    });
+    const answerAll = async () => {
+      for (const s of sent.splice(0)) s.resolve(ack(s.query));
+      await vi.advanceTimersByTimeAsync(0);
+    };
+    return {
+      notifier,
+      sent,
+      made,
+      answerAll,
+      change: () => {
+        serial++;
+        notifier.changed(Date.now());
+      },
+    };
+  }
+
+  it('sends to the fleet in one window at one serial, so the changes are made once per serial answered', async () => {
+    vi.useFakeTimers();
+    const f = fleet(200);
+    f.notifier.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.sent).toHaveLength(200);
+    await f.answerAll();
+    f.change();
+    await vi.advanceTimersByTimeAsync(0);
+    // Sent in slices, a loop turn apart, while changes go on: still one serial for the window.
+    f.change();
+    await vi.advanceTimersByTimeAsync(5);
+    expect(f.sent).toHaveLength(200);
+    const window = f.made.slice(-200);
+    expect(new Set(window.map((m) => `${m.from}>${m.to}`))).toEqual(new Set(['10>11']));
+    await f.answerAll();
+    // The next window waits out the interval, then covers the second change.
+    expect(f.sent).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(f.sent).toHaveLength(200);
+    expect(f.made.at(-1)).toEqual({ from: 11, to: 12 });
+  });
+
+  it('grows the window with the fleet: at most maxPerSecond NOTIFYs a second', async () => {
+    vi.useFakeTimers();
+    const f = fleet(500, { maxPerSecond: 1000 });
+    f.notifier.start();
+    await vi.advanceTimersByTimeAsync(0);
+    await f.answerAll();
+    f.change();
+    // Every slice of the window (a loop turn each).
+    for (let i = 0; i < 10; i++) await vi.advanceTimersByTimeAsync(1);
+    expect(f.sent).toHaveLength(500);
+    await f.answerAll();
+    f.change();
+    // 500 a window at 1,000 a second: the next goes half a second after the last, not 100 ms.
+    await vi.advanceTimersByTimeAsync(380);
+    expect(f.sent).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(120);
+    expect(f.sent).toHaveLength(500);
+  });
+
+  it('makes at most maxFetching targets fetch at once; the rest follow as their fetches end', async () => {
+    vi.useFakeTimers();
+    const f = fleet(100, { maxFetching: 8 });
+    f.notifier.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.sent).toHaveLength(8);
+    let answered = 0;
+    while (answered < 100) {
+      const batch = f.sent.length;
+      expect(batch).toBeGreaterThan(0);
+      expect(batch).toBeLessThanOrEqual(8);
+      answered += batch;
+      await f.answerAll();
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(f.notifier.unacknowledged()).toBe(0);
+  });
+});

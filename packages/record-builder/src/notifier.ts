@@ -9,6 +9,17 @@ export interface NotifierOptions {
   serial(): number;
   /** Sends one NOTIFY and resolves with the reply (wire's UDP exchange; injected for tests). */
   send(target: DnsServer, message: Buffer): Promise<Buffer>;
+  /**
+   * What the NOTIFY tells of the change (wire's notify-changes.ts option data): the names changed
+   * from the serial the target last acknowledged (undefined: none yet) to `to`. Node caches only.
+   */
+  changes?(zone: Fqdn, from: number | undefined, to: number): { data: Buffer; complete: boolean; times?: Buffer };
+  /**
+   * NOTIFYs in flight at once that make their targets fetch (not carrying every name): each costs
+   * us a transfer, so a fleet starting together, or far behind, is brought in a few at a time, as
+   * BIND's serial-query-rate and transfers-out do, instead of all timing out together.
+   */
+  maxFetching?: number;
   log: Logger;
   hooks?: {
     onSent?(target: DnsServer, zone: Fqdn): void;
@@ -24,8 +35,15 @@ export interface NotifierOptions {
   /**
    * At most one NOTIFY per target and zone this often (node caches: 100 ms). The one that follows
    * covers every change since, so the work per target is bounded by this, not by the change rate.
+   * The targets are sent to together, once per window: in step, they acknowledged the same serial
+   * and get the same changes, made once (`changes`).
    */
   minIntervalMs?: number;
+  /**
+   * Windowed: at most this many NOTIFYs a second on average, so the window grows with the fleet
+   * (each costs the sender ~25 µs with its answer, whatever it carries).
+   */
+  maxPerSecond?: number;
   now?: () => number;
 }
 
@@ -57,8 +75,6 @@ interface Peer {
   inFlight: boolean;
   failures: number;
   retry: NodeJS.Timeout | undefined;
-  /** The wait for minIntervalMs to pass since the last NOTIFY. */
-  spacing: NodeJS.Timeout | undefined;
   /** Removed by setTargets: an answer still in flight sends nothing more. */
   gone: boolean;
   /**
@@ -67,6 +83,14 @@ interface Peer {
    */
   declined: boolean;
 }
+
+/**
+ * Windowed: a target that failed up to this many times in a row is sent to in every window still
+ * (it may have just started); after that, only when its backoff ends.
+ */
+const FAILURES_BEFORE_BACKOFF = 3;
+/** NOTIFYs sent in one loop turn of a window (see flush). */
+const SEND_SLICE = 64;
 
 /** A NOTIFY answered with REFUSED or NOTAUTH (RFC 1996 §4.7: not a secondary of the zone). */
 class DeclinedError extends Error {}
@@ -95,7 +119,6 @@ export function createNotifier(options: NotifierOptions): Notifier {
     inFlight: false,
     failures: 0,
     retry: undefined,
-    spacing: undefined,
     gone: false,
     declined: false,
   });
@@ -110,27 +133,58 @@ export function createNotifier(options: NotifierOptions): Notifier {
   let stopped = false;
   let started = false;
   let heartbeat: NodeJS.Timeout | undefined;
+  /** NOTIFYs in flight that make their targets fetch, and whether one was held back. */
+  let fetching = 0;
+  let waitingToFetch = false;
+  /** Windowed (minIntervalMs): the next window's sending, and when the last one went. */
+  let window: NodeJS.Timeout | undefined;
+  let lastWindowMs = Number.NEGATIVE_INFINITY;
+  let windowMs = minIntervalMs;
+  const flush = () => {
+    window = undefined;
+    lastWindowMs = now();
+    // A target failing for a while waits out its backoff (its retry puts it in a window again).
+    const behind = peers.filter(
+      (peer) => !peer.declined && !upToDate(peer) && !(peer.retry && peer.failures > FAILURES_BEFORE_BACKOFF),
+    );
+    windowMs = Math.max(minIntervalMs, options.maxPerSecond ? (behind.length * 1000) / options.maxPerSecond : 0);
+    // In slices, a loop turn between: the answers to one slice are read before the next goes, so
+    // a thousand come back not all at once into a socket buffer that holds a few hundred.
+    // One serial for the window, though changes go on while its slices go: every target in step
+    // then gets the same changes, made once.
+    const serial = options.serial();
+    const slice = (from: number) => {
+      if (stopped) return;
+      for (let i = from; i < Math.min(from + SEND_SLICE, behind.length); i++) send(behind[i] as Peer, serial);
+      if (from + SEND_SLICE < behind.length) setImmediate(slice, from + SEND_SLICE);
+    };
+    slice(0);
+  };
+  /** A target behind: sent to with the others at the next window (at once when there is none). */
+  const due = (peer: Peer) => {
+    if (minIntervalMs <= 0) return send(peer);
+    if (window || stopped) return;
+    window = setTimeout(flush, Math.max(0, lastWindowMs + windowMs - now()));
+    window.unref();
+  };
 
-  const send = (peer: Peer) => {
-    if (stopped || peer.gone || peer.inFlight || peer.spacing) return;
-    const early = peer.lastSentMs + minIntervalMs - now();
-    if (minIntervalMs > 0 && early > 0) {
-      peer.spacing = setTimeout(() => {
-        peer.spacing = undefined;
-        send(peer);
-      }, early);
-      peer.spacing.unref();
+  const send = (peer: Peer, serial = options.serial()) => {
+    if (stopped || peer.gone || peer.inFlight) return;
+    const changes = options.changes?.(peer.zone, peer.ackedSerial, serial);
+    const fetches = changes !== undefined && !changes.complete;
+    if (fetches && fetching >= (options.maxFetching ?? Number.POSITIVE_INFINITY)) {
+      waitingToFetch = true;
       return;
     }
+    if (fetches) fetching++;
     clearTimeout(peer.retry);
     peer.retry = undefined;
     peer.inFlight = true;
-    const serial = options.serial();
     const sentAt = now();
     peer.lastSentMs = sentAt;
     options.hooks?.onSent?.(peer.target, peer.zone);
     options
-      .send(peer.target, buildNotify(randomQueryId(), peer.zone))
+      .send(peer.target, buildNotify(randomQueryId(), peer.zone, changes?.data, changes?.times))
       .then((reply) => {
         if (!isNotifyAck(reply)) {
           const rcode = reply.readUInt16BE(2) & 15;
@@ -169,13 +223,25 @@ export function createNotifier(options: NotifierOptions): Notifier {
             err: error,
           });
         if (peer.gone) return;
-        peer.retry = setTimeout(() => send(peer), delay);
+        // Windowed, in the next window: with the others, so its changes are made once with theirs.
+        peer.retry = setTimeout(() => {
+          peer.retry = undefined;
+          due(peer);
+        }, delay);
         peer.retry.unref();
       })
       .finally(() => {
         peer.inFlight = false;
+        if (fetches) {
+          fetching--;
+          // Those held back go in the next window, now that a fetch is done.
+          if (waitingToFetch) {
+            waitingToFetch = false;
+            for (const p of peers) if (!p.inFlight && !p.declined && !upToDate(p)) due(p);
+          }
+        }
         // Changed while this one was out: the receiver must come back for the rest.
-        if (!stopped && !peer.gone && !peer.retry && !peer.declined && !upToDate(peer)) send(peer);
+        if (!stopped && !peer.gone && !peer.retry && !peer.declined && !upToDate(peer)) due(peer);
       });
   };
 
@@ -190,7 +256,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
         // Even while waiting out a retry: a receiver that was not up yet (the Pod's containers
         // start together) or restarted must not learn of this change a backoff late. Still one
         // in flight, and the failure count keeps growing the backoff if it stays silent.
-        send(peer);
+        due(peer);
       }
     },
     start() {
@@ -206,10 +272,8 @@ export function createNotifier(options: NotifierOptions): Notifier {
     stop() {
       stopped = true;
       clearInterval(heartbeat);
-      for (const peer of peers) {
-        clearTimeout(peer.retry);
-        clearTimeout(peer.spacing);
-      }
+      clearTimeout(window);
+      for (const peer of peers) clearTimeout(peer.retry);
     },
     unacknowledged: () => peers.filter((p) => !p.declined && !upToDate(p)).length,
     setTargets(targets) {
@@ -221,7 +285,6 @@ export function createNotifier(options: NotifierOptions): Notifier {
         else {
           peer.gone = true;
           clearTimeout(peer.retry);
-          clearTimeout(peer.spacing);
         }
       }
       const have = new Set(kept.map((p) => key(p.target)));

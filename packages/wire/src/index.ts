@@ -109,6 +109,13 @@ export {
 export { flagsWord, MessageWriter } from './message-writer.js';
 export { ANY_PREFERENCE, anyAnswerType, minimalAnyReply } from './minimal-any.js';
 export { MAX_LABEL_OCTETS, MAX_NAME_OCTETS, readName, skipName, writeName } from './names-on-wire.js';
+export {
+  carriesEveryName,
+  decodeNotifyChanges,
+  encodeNotifyChanges,
+  NOTIFY_CHANGES_OPTION,
+  type NotifyChanges,
+} from './notify-changes.js';
 export { latin1Of, putU16, putU32, u16, u32 } from './octets.js';
 export {
   type EdnsOption,
@@ -196,6 +203,7 @@ export { type ReplySections, replyFromSections } from './section-reply.js';
 export { chainStages, type Next, type Stage } from './stage.js';
 export { truncateReply, truncateToQuestion } from './truncate.js';
 export { LIBUV_UDP_BATCH, UdpBacklog } from './udp-backlog.js';
+export { createUdpFanout, type UdpFanout } from './udp-fanout.js';
 export { createUpstreamTcp, type UpstreamTcp, type UpstreamTcpOptions } from './upstream-tcp.js';
 export { createUpstreamUdp, type UpstreamUdp } from './upstream-udp.js';
 export {

@@ -2,8 +2,9 @@ import { Buffer } from 'node:buffer';
 import { FLAG, OPCODE, OPCODE_MASK, OPCODE_SHIFT, QCLASS, QTYPE, RCODE, RCODE_MASK } from './constants.js';
 import { ClusterDnsError } from './errors.js';
 import { type Fqdn, toFqdn } from './fqdn.js';
-import { DEFAULT_FLAGS, decodeMessage, encodeMessage } from './message.js';
+import { DEFAULT_FLAGS, decodeMessage } from './message.js';
 import { MessageWriter } from './message-writer.js';
+import { NOTIFY_CHANGES_OPTION } from './notify-changes.js';
 import { type EdnsOption, ednsOption, optRecordWithOptions } from './opt-record.js';
 import { decodeProgrammingTimes, PROGRAMMING_TIMES_OPTION, type ProgrammedChange } from './programming-times.js';
 import type { DecodedRr, SoaRecord } from './records.js';
@@ -12,16 +13,17 @@ import { ZONE_POSITION_OPTION } from './zone-position.js';
 /**
  * DNS NOTIFY (RFC 1996 §3.7): opcode NOTIFY, AA, the zone's SOA as the question. The serial hint
  * in the answer section is optional and left out: the receiver asks for the difference anyway.
+ * Our node caches are also told, in an OPT record, what changed (`changes`: notify-changes.ts's
+ * option data) and when the changes were triggered (`times`: programming-times.ts's).
  */
-export function buildNotify(id: number, zone: Fqdn): Buffer {
-  return encodeMessage({
-    id,
-    flags: { ...DEFAULT_FLAGS, opcode: OPCODE.NOTIFY, aa: true },
-    questions: [{ name: zone, type: QTYPE.SOA, class: QCLASS.IN }],
-    answers: [],
-    authorities: [],
-    additionals: [],
-  });
+export function buildNotify(id: number, zone: Fqdn, changes?: Buffer, times?: Buffer): Buffer {
+  const options: EdnsOption[] = [];
+  if (changes) options.push({ code: NOTIFY_CHANGES_OPTION, data: changes });
+  if (times?.length) options.push({ code: PROGRAMMING_TIMES_OPTION, data: times });
+  const size = 64 + (changes?.length ?? 0) + (times?.length ?? 0);
+  const writer = new MessageWriter(size).question(zone, QTYPE.SOA, QCLASS.IN);
+  if (options.length) writer.record(3, optRecordWithOptions(options));
+  return writer.finish(id, { ...DEFAULT_FLAGS, opcode: OPCODE.NOTIFY, aa: true });
 }
 
 /** Whether `reply` acknowledges a NOTIFY: a response, opcode NOTIFY, NOERROR. */

@@ -147,6 +147,13 @@ export function createForwarderMetrics(registry: Registry, sources: ForwarderMet
     ['result'],
     () => [...zones.counts.transfers].map(([result, n]) => [{ result }, n]),
   );
+  labelledFrom(
+    registry,
+    'clusterdns_forwarder_notify_changes_total',
+    'NOTIFYs that carried the names changed (node caches), by result: applied (dropped, no fetch), gap (not in step with the last: fetched), incomplete (too many names: fetched).',
+    ['result'],
+    () => [...zones.counts.carried].map(([result, n]) => [{ result }, n]),
+  );
   registerProgrammingLatency(registry, zones.counts.programming);
   counterFrom(
     registry,

@@ -240,3 +240,116 @@ describe('serialNewer (RFC 1982)', () => {
     expect(given).toEqual([undefined, 'p1']);
   });
 });
+
+describe('zone sync: NOTIFYs that carry the names changed (node caches)', () => {
+  const A = Buffer.alloc(8, 1);
+  const FORGER = Buffer.alloc(8, 9);
+  const name = (n: string) => toFqdn(`${n}.shop.svc.${Z}`);
+  const carried = (from: number, to: number, names: string[], extra: { complete?: boolean; origin?: Buffer } = {}) => ({
+    origin: extra.origin ?? A,
+    from,
+    to,
+    complete: extra.complete ?? true,
+    names: names.map(name),
+  });
+  const primed = async () => {
+    const h = harness(async (from) => ({ kind: 'up-to-date', serial: from }));
+    // The sender's first NOTIFY to a cache carries no names: the cache fetches, then chains on.
+    expect(await h.sync.notify(Z, '127.0.0.1', carried(500, 500, [], { complete: false }))).toBe('accepted');
+    expect(h.transfers).toEqual([100]);
+    h.evicted.length = 0;
+    return h;
+  };
+
+  it('drops the names of one in step with the last and answers with no transfer', async () => {
+    const h = await primed();
+    expect(await h.sync.notify(Z, '127.0.0.1', carried(500, 510, ['a', 'b']))).toBe('accepted');
+    expect(await h.sync.notify(Z, '127.0.0.1', carried(510, 530, ['c']))).toBe('accepted');
+    expect(h.transfers).toEqual([100]);
+    expect(h.evicted[0]).toEqual([name('a'), name('b'), `shop.svc.${Z}`, `svc.${Z}`, Z].sort());
+    expect(h.evicted[1]).toContain(name('c'));
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 530 }]);
+    expect(h.sync.counts.carried.get('applied')).toBe(2);
+  });
+
+  it('times the changes whose trigger times it carried, when applied without a fetch', async () => {
+    let t = 1_000_000;
+    const h = harness(async (from) => ({ kind: 'up-to-date', serial: from }), { now: () => t });
+    await h.sync.notify(Z, '127.0.0.1', carried(500, 500, [], { complete: false }));
+    t += 250;
+    await h.sync.notify(Z, '127.0.0.1', carried(500, 510, []), [{ kind: 'cluster_ip', triggerMs: 1_000_000 }]);
+    const seen = h.sync.counts.programming.store
+      .values('p')
+      .filter((v) => v.metricName.endsWith('_count') || v.metricName.endsWith('_sum'))
+      .map((v) => `${v.metricName}{${v.labels.service_kind}} ${v.value}`);
+    expect(seen.sort()).toEqual(['p_count{cluster_ip} 1', 'p_sum{cluster_ip} 0.25']);
+  });
+
+  it('takes one sent again after its answer was lost (it starts before the serial held) as in step', async () => {
+    const h = await primed();
+    await h.sync.notify(Z, '127.0.0.1', carried(500, 510, ['a']));
+    // The sender never heard the answer: the next starts from 500 again, and covers 510.
+    expect(await h.sync.notify(Z, '127.0.0.1', carried(500, 520, ['a', 'b']))).toBe('accepted');
+    expect(h.transfers).toEqual([100]);
+    expect(h.sync.zones()).toEqual([{ zone: Z, serial: 520 }]);
+  });
+
+  it('fetches when one is out of step, carries too many names, or comes from another sender', async () => {
+    const h = await primed();
+    await h.sync.notify(Z, '127.0.0.1', carried(520, 530, ['lost-before']));
+    expect(h.sync.counts.carried.get('gap')).toBe(1);
+    await h.sync.notify(Z, '127.0.0.1', carried(530, 600, [], { complete: false }));
+    // The first, which primed the cache, carried none either.
+    expect(h.sync.counts.carried.get('incomplete')).toBe(2);
+    await h.sync.notify(Z, '127.0.0.1', carried(600, 610, ['b'], { origin: Buffer.alloc(8, 2) }));
+    expect(h.transfers).toHaveLength(4);
+    // Each out-of-step one's names were dropped too, before the fetch.
+    expect(h.evicted.flat()).toContain(name('lost-before'));
+  });
+
+  it('a forged NOTIFY that moved the serial held costs a fetch, never a name left stale', async () => {
+    const h = await primed();
+    // Forged: in step, but far ahead and naming nothing.
+    expect(await h.sync.notify(Z, '127.0.0.1', carried(500, 900, []))).toBe('accepted');
+    // The sender's own, for what really changed: out of step now, so its names are dropped and
+    // the cache fetches.
+    await h.sync.notify(Z, '127.0.0.1', carried(500, 510, ['real']));
+    expect(h.evicted.flat()).toContain(name('real'));
+    expect(h.transfers).toHaveLength(2);
+    // A forger with its own origin chains onto nothing.
+    await h.sync.notify(Z, '127.0.0.1', carried(510, 520, [], { origin: FORGER }));
+    expect(h.transfers).toHaveLength(3);
+  });
+
+  it('asks the next transfer from the carried serial only of the process that made the position held', async () => {
+    const { encodeZonePosition } = await import('@cluster-dns/wire');
+    let origin = A;
+    let t = 1_000_000;
+    const h = harness(
+      async (from) => ({
+        kind: 'up-to-date',
+        serial: from === 100 ? 200 : from,
+        position: encodeZonePosition({ origin, resources: new Map() }),
+      }),
+      { now: () => t++ },
+    );
+    await h.sync.notify(Z, '127.0.0.1', carried(500, 500, [], { complete: false }));
+    await h.sync.notify(Z, '127.0.0.1', carried(500, 520, ['a']));
+    h.setSerial(999);
+    // Kept by its NOTIFYs since the last check: no SOA query, no fetch.
+    await h.sync.checkAll();
+    expect(h.transfers).toHaveLength(1);
+    // None since: the SOA check finds another serial and fetches, from 520, A's own serial, since
+    // A made the position held; that reply's position is another process's.
+    origin = Buffer.alloc(8, 3);
+    await h.sync.checkAll();
+    expect(h.transfers.at(-1)).toBe(520);
+    await h.sync.notify(Z, '127.0.0.1', carried(520, 540, ['b']));
+    await h.sync.checkAll();
+    h.setSerial(1000);
+    await h.sync.checkAll();
+    // The serial the last transfer gave (520), not A's 540: the position's maker never saw 540.
+    expect(h.transfers.at(-1)).toBe(520);
+    expect(h.transfers).toHaveLength(3);
+  });
+});

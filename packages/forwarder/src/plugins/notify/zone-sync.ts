@@ -1,6 +1,23 @@
 import type { Buffer } from 'node:buffer';
 import { type Logger, ProgrammingLatency } from '@cluster-dns/runtime';
-import { closestZone, type Fqdn, isInZone, parentOf, serialNewer, type ZoneChange } from '@cluster-dns/wire';
+import {
+  closestZone,
+  decodeZonePosition,
+  type Fqdn,
+  isInZone,
+  type NotifyChanges,
+  type ProgrammedChange,
+  parentOf,
+  serialNewer,
+  type ZoneChange,
+} from '@cluster-dns/wire';
+
+/**
+ * A zone kept by the names its NOTIFYs carry is still fetched this often, when its SOA check
+ * comes: the position a fetch gives is what lets another replica answer the next IXFR by what
+ * changed (a rollout), and the journals keep minutes of changes.
+ */
+export const POSITION_REFRESH_MS = 30_000;
 
 export interface ZoneServer {
   readonly host: string;
@@ -47,13 +64,18 @@ export interface ZoneSyncDeps {
  */
 export interface ZoneSyncCounts {
   transfers: Map<ZoneChange['kind'] | 'failed', number>;
+  /**
+   * NOTIFYs that carried their names (notify-changes.ts): applied (in step: dropped and answered,
+   * no fetch), gap (not in step with the last one: fetched), incomplete (too many: fetched).
+   */
+  carried: Map<'applied' | 'gap' | 'incomplete', number>;
   invalidated: number;
   programming: ProgrammingLatency;
 }
 
 /** Counts at zero. */
 export function zoneSyncCounts(): ZoneSyncCounts {
-  return { transfers: new Map(), invalidated: 0, programming: new ProgrammingLatency() };
+  return { transfers: new Map(), carried: new Map(), invalidated: 0, programming: new ProgrammingLatency() };
 }
 
 export interface ZoneSync {
@@ -61,8 +83,16 @@ export interface ZoneSync {
    * A NOTIFY for `zone` from `source`: refused unless the source is one of the zone's servers;
    * else the zone is pushed from now on, and this resolves once its changes are fetched and the
    * stale entries dropped (the NOTIFY is answered then, so the sender times the whole path).
+   * With `changes` (the names it carried) in step with the last, the names are dropped and it
+   * resolves at once, with no fetch.
    */
-  notify(zone: Fqdn, source: string): Promise<'accepted' | 'refused' | 'failed'>;
+  notify(
+    zone: Fqdn,
+    source: string,
+    changes?: NotifyChanges,
+    /** The trigger times it carried: timed when its names are applied without a fetch. */
+    programmed?: readonly ProgrammedChange[],
+  ): Promise<'accepted' | 'refused' | 'failed'>;
   /** True when the name is in a zone whose changes are pushed: its negative answers are safe to cache. */
   isPushed(name: Fqdn): boolean;
   /** SOA check of every pushed zone (on a timer): a lost NOTIFY is caught here. */
@@ -81,6 +111,17 @@ interface ZoneState {
   position: Buffer | undefined;
   syncing: Promise<boolean> | undefined;
   again: boolean;
+  /** The process that made `position`: a serial of its own chains onto it. */
+  positionOrigin: Buffer | undefined;
+  fetchedAtMs: number;
+  /**
+   * The sender's serial up to which the NOTIFYs' names were dropped, its process, and when the last
+   * one in step came. Never the IXFR's serial by itself (a forged NOTIFY can set it): a fetch from
+   * it is asked only of the process that made the position held, which knows its own serials.
+   */
+  told: number | undefined;
+  toldOrigin: Buffer | undefined;
+  toldAtMs: number;
   /** What the last transfer brought. */
   last: ZoneChange['kind'] | 'failed' | undefined;
   recheck: NodeJS.Timeout | undefined;
@@ -101,6 +142,34 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
   const transferred = (result: ZoneChange['kind'] | 'failed') =>
     counts.transfers.set(result, (counts.transfers.get(result) ?? 0) + 1);
 
+  /**
+   * Drops the names with their ancestors in the zone (a new name turns an NXDOMAIN above it into
+   * NODATA), and the apex always: its SOA carries the serial, which moves with every change, so a
+   * cache behind us (a node cache) never reads an old serial here.
+   */
+  const evict = (zone: Fqdn, changed: Iterable<Fqdn>): number => {
+    const names = new Set<Fqdn>([zone]);
+    for (const name of changed) {
+      for (let n = name; isInZone(n, zone); n = parentOf(n)) {
+        names.add(n);
+        if (n === zone) break;
+      }
+    }
+    return deps.evictNames(names);
+  };
+  /**
+   * Whether the NOTIFY's names take the copy from where its names stand to the sender's `to`: the
+   * same sender, from at or before `told` and to at or after it (a NOTIFY sent again after its
+   * answer was lost starts where the last one did).
+   */
+  const covers = (state: ZoneState, changes: NotifyChanges) =>
+    state.told !== undefined &&
+    state.toldOrigin?.equals(changes.origin) === true &&
+    !serialNewer(changes.from, state.told) &&
+    !serialNewer(state.told, changes.to);
+  const carried = (result: 'applied' | 'gap' | 'incomplete') =>
+    counts.carried.set(result, (counts.carried.get(result) ?? 0) + 1);
+
   const once = async (zone: Fqdn, state: ZoneState): Promise<boolean> => {
     const server = deps.serverFor(zone);
     if (!server) return false;
@@ -116,23 +185,23 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         // through a cache behind the zone's server (a node cache asks the Pod's forwarder), and
         // what was asked again since the flush may be older than it: the transfer evicts that.
       }
-      const change = await deps.transfer(server, zone, state.serial, state.position);
+      // Dropped further by the NOTIFYs' names of the process that made the position: that process
+      // answers from there (a small, shared answer); another answers by the position.
+      const from =
+        state.told !== undefined &&
+        state.positionOrigin &&
+        state.toldOrigin?.equals(state.positionOrigin) &&
+        serialNewer(state.told, state.serial)
+          ? state.told
+          : state.serial;
+      const change = await deps.transfer(server, zone, from, state.position);
       transferred(change.kind);
       state.last = change.kind;
       let dropped = 0;
       if (change.kind === 'full') {
         dropped = deps.flushZone(zone);
       } else if (change.kind === 'incremental') {
-        // The apex always: its SOA carries the serial, which moves with every change, so a cache
-        // behind us (a node cache) never reads an old serial here.
-        const names = new Set<Fqdn>([zone]);
-        for (const name of change.names) {
-          for (let n = name; isInZone(n, zone); n = parentOf(n)) {
-            names.add(n);
-            if (n === zone) break;
-          }
-        }
-        dropped = deps.evictNames(names);
+        dropped = evict(zone, change.names);
         // Served from here on: what the changes made stale is gone, and the next asker gets them.
         const at = now();
         for (const p of change.programmed) counts.programming.observe(p.kind, p.triggerMs, at);
@@ -140,6 +209,8 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       counts.invalidated += dropped;
       state.serial = change.serial;
       state.position = change.position;
+      state.positionOrigin = change.position && decodeZonePosition(change.position)?.origin;
+      state.fetchedAtMs = now();
       return true;
     } catch (error) {
       transferred('failed');
@@ -166,6 +237,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
     return state.syncing;
   };
 
+  let lastCheckMs = 0;
   const recheckAfter = deps.recheckAfterMs ?? [];
   /** Fetches again after each delay in turn while the fetches find nothing new (one chain per zone). */
   const recheck = (zone: Fqdn, state: ZoneState, step: number) => {
@@ -182,7 +254,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
 
   return {
     counts,
-    async notify(zone, source) {
+    async notify(zone, source, changes, programmed) {
       const plain = source.replace(/^::ffff:/, '');
       const allowed = deps.allowedSources(zone);
       if (allowed && !allowed.includes(plain)) return 'refused';
@@ -191,6 +263,11 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         state = {
           serial: undefined,
           position: undefined,
+          positionOrigin: undefined,
+          fetchedAtMs: 0,
+          told: undefined,
+          toldOrigin: undefined,
+          toldAtMs: 0,
           syncing: undefined,
           again: false,
           last: undefined,
@@ -198,16 +275,44 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         };
         zones.set(zone, state);
       }
+      if (changes && state.serial !== undefined) {
+        // Dropped whether or not in step: every range the sender has is carried by some NOTIFY it
+        // sends until answered, so a forged one that moved `told` costs a fetch, not a stale name.
+        counts.invalidated += evict(zone, changes.names);
+        if (changes.complete && covers(state, changes)) {
+          state.told = changes.to;
+          state.toldAtMs = now();
+          carried('applied');
+          const at = now();
+          for (const p of programmed ?? []) counts.programming.observe(p.kind, p.triggerMs, at);
+          return 'accepted';
+        }
+      }
+      if (changes) carried(changes.complete ? 'gap' : 'incomplete');
       const ok = await sync(zone, state);
+      if (ok && changes) {
+        // Everything up to `from` came by the fetch: the sender's names chain on from `to`.
+        const same = state.toldOrigin?.equals(changes.origin);
+        if (!same || state.told === undefined || serialNewer(changes.to, state.told)) {
+          state.told = changes.to;
+          state.toldOrigin = changes.origin;
+          state.toldAtMs = now();
+        }
+      }
       if (ok && state.last === 'up-to-date') recheck(zone, state, 0);
       return ok ? 'accepted' : 'failed';
     },
     isPushed: (name) => closestZone(zones, name)?.serial !== undefined,
     async checkAll() {
+      const since = lastCheckMs;
+      lastCheckMs = now();
       await Promise.all(
         [...zones].map(async ([zone, state]) => {
           const server = deps.serverFor(zone);
           if (!server || state.serial === undefined || state.syncing) return;
+          // Kept by the names its NOTIFYs carry since the last check: nothing was lost (the
+          // sender repeats each until answered), so no SOA query, unless the position is old.
+          if (state.toldAtMs > since && lastCheckMs - state.fetchedAtMs < POSITION_REFRESH_MS) return;
           try {
             const serial = await deps.soaSerial(server, zone);
             // Only a newer one: a node cache asks through the Pod's forwarder, whose cached SOA may
@@ -227,6 +332,11 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         }),
       );
     },
-    zones: () => [...zones].map(([zone, state]) => ({ zone, serial: state.serial })),
+    // The serial up to which changes were dropped: the NOTIFYs' when they came in step.
+    zones: () =>
+      [...zones].map(([zone, state]) => ({
+        zone,
+        serial: state.told !== undefined && state.serial !== undefined ? state.told : state.serial,
+      })),
   };
 }
