@@ -251,7 +251,7 @@ describe('NOTIFY sender to node caches: windows, the names carried, fetches a fe
       // Complete once a target has answered one: the first makes every target fetch.
       changes: (_z, from, to) => {
         made.push({ from, to });
-        return { data: Buffer.from([from === undefined ? 0 : 1]), complete: from !== undefined };
+        return { data: Buffer.from([from === undefined ? 0 : 1]), complete: from !== undefined, to };
       },
       log: createSilentLogger(),
       minIntervalMs: 100,

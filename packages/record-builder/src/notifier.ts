@@ -13,7 +13,11 @@ export interface NotifierOptions {
    * What the NOTIFY tells of the change (wire's notify-changes.ts option data): the names changed
    * from the serial the target last acknowledged (undefined: none yet) to `to`. Node caches only.
    */
-  changes?(zone: Fqdn, from: number | undefined, to: number): { data: Buffer; complete: boolean; times?: Buffer };
+  changes?(
+    zone: Fqdn,
+    from: number | undefined,
+    to: number,
+  ): { data: Buffer; complete: boolean; to: number; times?: Buffer };
   /**
    * NOTIFYs in flight at once that make their targets fetch (not carrying every name): each costs
    * us a transfer, so a fleet starting together, or far behind, is brought in a few at a time, as
@@ -193,7 +197,8 @@ export function createNotifier(options: NotifierOptions): Notifier {
         }
         peer.failures = 0;
         peer.declined = false;
-        peer.ackedSerial = serial;
+        // As far as what it carried went: when not every name fitted, the rest come next.
+        peer.ackedSerial = changes?.complete ? changes.to : serial;
         // The receiver has what was changed before this NOTIFY left: the oldest such change timed.
         const covered = peer.changes.filter((t) => t <= sentAt);
         if (covered.length) options.hooks?.onAcked?.(peer.target, peer.zone, now() - (covered[0] as number));
