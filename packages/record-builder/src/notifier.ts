@@ -45,7 +45,7 @@ export interface NotifierOptions {
   minIntervalMs?: number;
   /**
    * Windowed: at most this many NOTIFYs a second on average, so the window grows with the fleet
-   * (each costs the sender ~25 µs with its answer, whatever it carries).
+   * (each costs the sender ~50 µs with its answer, whatever it carries: bench case 9).
    */
   maxPerSecond?: number;
   now?: () => number;

@@ -40,9 +40,9 @@ export const MAX_BATCH = 16;
  */
 const NOTIFY_TIMEOUT_MS = 2000;
 /**
- * NOTIFYs a second to node caches at most, on average: a quarter of a core at ~25 µs each. Above
- * 1,000 node caches with two zones changing, the window grows past --notify-node-cache-interval:
- * 1,667 caches (a third of 5,000) wait at most ~330 ms.
+ * NOTIFYs a second to node caches at most, on average: about half a core at ~50 µs each with its
+ * answer (bench case 9). Above 500 node caches with two zones changing, the window grows past
+ * --notify-node-cache-interval: 1,667 caches (a third of 5,000) wait ~330 ms.
  */
 const NODE_CACHE_NOTIFIES_PER_SECOND = 10_000;
 /** NOTIFYs in flight at once that make node caches fetch (the fleet's first, or one far behind). */
