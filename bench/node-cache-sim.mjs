@@ -7,7 +7,7 @@
 // max} (the delays in ms) and exits.
 //   node bench/node-cache-sim.mjs '{"count":1000,"rbPort":10053,"zone":"cluster.local."}'
 // `rbPorts` (instead of rbPort): record-builder replicas in turn; SIGUSR2 moves every cache to the
-// next (its Pod went), and the result counts what the fetches after the move cost (`moved`).
+// next (its Pod went), and the result counts what the fetches after the first move cost (`moved`).
 // `positions`: each cache hands back the position its last reply gave, as the forwarder does.
 // `refetchMs`: each zone is also fetched that often, as the forwarder's SOA check fetches a zone
 // whose serial moved (every zone's serial moves with any change; 0: never), except, as the
@@ -60,7 +60,8 @@ let moved;
 let primed = 0;
 process.on('SIGUSR2', () => {
   server.port = rbPorts[rbPorts.indexOf(server.port) + 1] ?? server.port;
-  moved = { fetches: 0, full: 0, failed: 0, bytes: 0 };
+  // What every fetch after the first move costs, over all the moves.
+  moved ??= { fetches: 0, full: 0, failed: 0, bytes: 0 };
   console.log(JSON.stringify({ msg: 'moved', port: server.port }));
 });
 
@@ -92,7 +93,8 @@ function zoneOf(zone, onPrimed) {
   let serial = 0;
   let position;
   let positionOrigin;
-  let fetchedAt = 0;
+  /** As the forwarder: the position refreshed between one and two POSITION_REFRESH_MS after a fetch. */
+  let refreshAt = 0;
   /** The sender's serial up to which its names were taken, its process, when last in step. */
   let told;
   let toldOrigin;
@@ -131,7 +133,7 @@ function zoneOf(zone, onPrimed) {
         }
         position = change?.position;
         positionOrigin = position && decodeZonePosition(position)?.origin;
-        fetchedAt = Date.now();
+        refreshAt = Date.now() + POSITION_REFRESH_MS * (1 + Math.random());
         if (change?.kind === 'incremental') deliver(change.names);
         if (change) {
           if (serial === 0) onPrimed();
@@ -150,13 +152,18 @@ function zoneOf(zone, onPrimed) {
   };
   if (refetchMs > 0) {
     let lastTick = 0;
-    const timer = setInterval(() => {
-      const since = lastTick;
-      lastTick = Date.now();
-      if (toldAt > since && lastTick - fetchedAt < POSITION_REFRESH_MS) return;
-      if (serial !== 0 && !fetching) fetching = fetch();
-    }, refetchMs);
-    timer.unref();
+    // Each cache's check at a phase of its own, as nodes' SOA checks are: caches started together
+    // would otherwise all fetch in the same millisecond every `refetchMs`.
+    const start = setTimeout(() => {
+      const timer = setInterval(() => {
+        const since = lastTick;
+        lastTick = Date.now();
+        if (toldAt > since && lastTick < refreshAt) return;
+        if (serial !== 0 && !fetching) fetching = fetch();
+      }, refetchMs);
+      timer.unref();
+    }, Math.random() * refetchMs);
+    start.unref();
   }
   const fetchThen = (reply) => {
     waiting.push(reply);

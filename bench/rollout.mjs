@@ -1,10 +1,11 @@
 // Bench case 14: node caches through a rollout of the record-builder. `caches` simulated node
 // caches (node-cache-sim.mjs: handing back their position and fetching each zone every 5 s, as the
 // forwarder's SOA check does) are pushed by one record-builder while Services are created at `rate`
-// a second; a second record-builder starts (the rollout's new Pod: it lists after the caches'
-// copies were made), and once it is ready the first goes on for its lameduck (5 s) before every
-// cache's connection moves to the second (SIGUSR2) and the first is killed; the changes go on. Counts what the caches' fetches
-// after the move cost: whole-zone replies (each a flush of that cache's zone), fetches, and the
+// a second; a new record-builder starts (the rollout's new Pod: it lists after the caches' copies
+// were made), and once it is ready the old one is sent SIGTERM and goes on for its lameduck (5 s)
+// before every cache's connection moves to the new one (SIGUSR2) and the old one is killed; the changes go on. That
+// `replacements` times, one Pod after another, as a Deployment of that many replicas rolls. Counts
+// what the caches' fetches after the first move cost: whole-zone replies (each a flush of that cache's zone), fetches, and the
 // octets they read (a whole-zone reply is read only as far as its first message: its cost is the
 // flush, and what the node then asks again). Each build in turn: ours, then each --baseline
 // checkout (whose replicas count serials of their own), on a fresh API server of the same objects.
@@ -18,7 +19,7 @@ import { LOAD_CORE, ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE, tools 
 const LAMEDUCK_MS = 5000;
 const pin = (core) => (tools.taskset ? ['taskset', '-c', String(core)] : []);
 
-async function oneBuild({ dir, name, caches, services, rate, seconds, row, caseName }) {
+async function oneBuild({ dir, name, caches, services, rate, seconds, replacements, row, caseName }) {
   const objects = [fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'] })];
   for (let i = 0; i < services; i++)
     objects.push(
@@ -30,7 +31,8 @@ async function oneBuild({ dir, name, caches, services, rate, seconds, row, caseN
   const api = await startApiServer({ objects });
   const kubeconfig = join(await mkdtemp(join(SCRATCH, 'rollout-')), 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
-  const ports = [await freePort(), await freePort()];
+  const ports = [];
+  for (let i = 0; i <= replacements; i++) ports.push(await freePort());
   const sim = await launchProcess({
     script: join(ROOT, 'bench/node-cache-sim.mjs'),
     args: [JSON.stringify({ count: caches, rbPorts: ports, positions: true, refetchMs: 5000, zone: 'cluster.local.' })],
@@ -44,13 +46,16 @@ async function oneBuild({ dir, name, caches, services, rate, seconds, row, caseN
         `--dns-port=${port}`,
         '--max-tcp-connections=5000',
         '--max-tcp-connections-per-client=5000',
+        // Its lameduck outlasts the bench's wait before the move: SIGTERM starts it, as the
+        // kubelet does once the new Pod is ready.
+        `--lameduck=${LAMEDUCK_MS / 1000 + 2}s`,
         ...targets,
       ]),
       prefix: pin(SERVER_CORE),
       readyTimeoutMs: 120_000,
     });
-  const first = await replica(ports[0]);
-  let second;
+  let current = await replica(ports[0]);
+  let next;
   let made = 0;
   const change = () =>
     api.apply(
@@ -67,14 +72,20 @@ async function oneBuild({ dir, name, caches, services, rate, seconds, row, caseN
   };
   try {
     await sim.waitForLog((l) => l.msg === 'primed', 120_000, 'every simulated cache holding the zone');
-    await churn((seconds * 1000) / 2);
-    // The new Pod lists while the old one goes on pushing; then the old one goes.
-    second = await replica(ports[1]);
-    await churn(LAMEDUCK_MS);
-    sim.child.kill('SIGUSR2');
-    await sim.waitForLog((l) => l.msg === 'moved', 10_000, 'the caches moved');
-    first.child.kill('SIGKILL');
-    await churn((seconds * 1000) / 2);
+    const share = (seconds * 1000) / (replacements + 1);
+    await churn(share);
+    for (let i = 1; i <= replacements; i++) {
+      // The new Pod lists while the old one goes on pushing; then the old one goes.
+      next = await replica(ports[i]);
+      current.child.kill('SIGTERM');
+      await churn(LAMEDUCK_MS);
+      sim.child.kill('SIGUSR2');
+      await sim.waitForLog((l) => l.msg === 'moved' && l.port === ports[i], 10_000, 'the caches moved');
+      await current.stop('SIGKILL');
+      current = next;
+      next = undefined;
+      await churn(share);
+    }
     // Every change's fetch has landed well before this when the simulator keeps up.
     await new Promise((r) => setTimeout(r, 3000));
     sim.child.kill('SIGTERM');
@@ -88,19 +99,29 @@ async function oneBuild({ dir, name, caches, services, rate, seconds, row, caseN
       failedAfterMove: moved.failed,
       bytesPerCacheAfterMove: Math.round(moved.bytes / caches),
       missing: made * caches - result.deliveries,
+      propagationP50Ms: result.p50,
       propagationP99Ms: result.p99,
+      bytesPerCachePerReplacement: Math.round(moved.bytes / caches / replacements),
     });
   } finally {
     if (sim.child.exitCode === null) sim.child.kill('SIGKILL');
-    await first.stop('SIGKILL');
-    await second?.stop('SIGKILL');
+    await current.stop('SIGKILL');
+    await next?.stop('SIGKILL');
     await api.close();
   }
 }
 
-export async function runRollout({ row, caches = 300, services = 5000, rate = 20, seconds = 10, baselines = [] }) {
-  const caseName = `14. rollout under ${caches.toLocaleString('en-US')} node caches, ${services.toLocaleString('en-US')} Services, ${rate} changes/s`;
-  await oneBuild({ dir: ROOT, name: 'cluster-dns', caches, services, rate, seconds, row, caseName });
-  for (const dir of baselines)
-    await oneBuild({ dir, name: baselineName(dir), caches, services, rate, seconds, row, caseName });
+export async function runRollout({
+  row,
+  caches = 300,
+  services = 5000,
+  rate = 20,
+  seconds = 10,
+  replacements = 1,
+  baselines = [],
+}) {
+  const caseName = `14. rollout under ${caches.toLocaleString('en-US')} node caches, ${services.toLocaleString('en-US')} Services, ${rate} changes/s, ${replacements} ${replacements === 1 ? 'Pod' : 'Pods'} replaced`;
+  const run = { caches, services, rate, seconds, replacements, row, caseName };
+  await oneBuild({ dir: ROOT, name: 'cluster-dns', ...run });
+  for (const dir of baselines) await oneBuild({ dir, name: baselineName(dir), ...run });
 }

@@ -332,4 +332,35 @@ describe('NOTIFY sender to node caches: windows, the names carried, fetches a fe
     }
     expect(f.notifier.unacknowledged()).toBe(0);
   });
+
+  it('on handOver makes every target fetch once, a few at a time, then carries names again', async () => {
+    vi.useFakeTimers();
+    const f = fleet(40, { maxFetching: 8 });
+    f.notifier.start();
+    await vi.advanceTimersByTimeAsync(0);
+    while (f.sent.length) {
+      await f.answerAll();
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    f.change();
+    await vi.advanceTimersByTimeAsync(100);
+    await f.answerAll();
+    expect(f.made.at(-1)?.from).toBe(10);
+    const before = f.made.length;
+    f.notifier.handOver();
+    await vi.advanceTimersByTimeAsync(100);
+    // Told to fetch (no serial answered, so no names): eight at once, each next as one ends.
+    expect(f.sent).toHaveLength(8);
+    expect(f.made.slice(before).every((m) => m.from === undefined)).toBe(true);
+    let fetched = 0;
+    while (f.sent.length) {
+      fetched += f.sent.length;
+      await f.answerAll();
+    }
+    expect(fetched).toBe(40);
+    f.change();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(f.sent).toHaveLength(40);
+    expect(f.made.at(-1)?.from).toBe(11);
+  });
 });

@@ -63,6 +63,13 @@ export interface Notifier {
   /** Targets × zones not yet acknowledged at the current serial. */
   unacknowledged(): number;
   /**
+   * This replica is going (its lameduck): every target is sent a NOTIFY that makes it fetch once,
+   * so the position its copy holds is recent enough for the replica that takes it over, which
+   * started before this lameduck, to place it; a node cache kept by NOTIFYs' names otherwise
+   * refreshes its position only every 30–60 s. At most maxFetching at a time.
+   */
+  handOver(): void;
+  /**
    * The targets now (node caches come and go): a new one is NOTIFYed at once (once started), so it
    * enters push mode without waiting for a change; one gone is forgotten, its retries cancelled.
    */
@@ -81,6 +88,8 @@ interface Peer {
   retry: NodeJS.Timeout | undefined;
   /** Removed by setTargets: an answer still in flight sends nothing more. */
   gone: boolean;
+  /** handOver: the next NOTIFY carries no names, so the target fetches. */
+  fetchNext: boolean;
   /**
    * The target answered REFUSED or NOTAUTH: it is not a secondary of this zone (a node cache whose
    * Corefile routes clusterset.local elsewhere). Offered again only at the heartbeat.
@@ -124,6 +133,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
     failures: 0,
     retry: undefined,
     gone: false,
+    fetchNext: false,
     declined: false,
   });
   for (const target of options.targets) for (const zone of options.zones) peers.push(peerOf(target, zone));
@@ -137,9 +147,9 @@ export function createNotifier(options: NotifierOptions): Notifier {
   let stopped = false;
   let started = false;
   let heartbeat: NodeJS.Timeout | undefined;
-  /** NOTIFYs in flight that make their targets fetch, and whether one was held back. */
+  /** NOTIFYs in flight that make their targets fetch, and the targets held back, oldest first. */
   let fetching = 0;
-  let waitingToFetch = false;
+  const heldToFetch = new Set<Peer>();
   /** Windowed (minIntervalMs): the next window's sending, and when the last one went. */
   let window: NodeJS.Timeout | undefined;
   let lastWindowMs = Number.NEGATIVE_INFINITY;
@@ -174,12 +184,13 @@ export function createNotifier(options: NotifierOptions): Notifier {
 
   const send = (peer: Peer, serial = options.serial()) => {
     if (stopped || peer.gone || peer.inFlight) return;
-    const changes = options.changes?.(peer.zone, peer.ackedSerial, serial);
+    const changes = options.changes?.(peer.zone, peer.fetchNext ? undefined : peer.ackedSerial, serial);
     const fetches = changes !== undefined && !changes.complete;
     if (fetches && fetching >= (options.maxFetching ?? Number.POSITIVE_INFINITY)) {
-      waitingToFetch = true;
+      heldToFetch.add(peer);
       return;
     }
+    heldToFetch.delete(peer);
     if (fetches) fetching++;
     clearTimeout(peer.retry);
     peer.retry = undefined;
@@ -197,8 +208,10 @@ export function createNotifier(options: NotifierOptions): Notifier {
         }
         peer.failures = 0;
         peer.declined = false;
-        // As far as what it carried went: when not every name fitted, the rest come next.
-        peer.ackedSerial = changes?.complete ? changes.to : serial;
+        if (fetches) peer.fetchNext = false;
+        // As far as what it carried went: when not every name fitted, the rest come next. Told to
+        // fetch meanwhile (handOver): not up to date until it has.
+        peer.ackedSerial = peer.fetchNext ? undefined : changes?.complete ? changes.to : serial;
         // The receiver has what was changed before this NOTIFY left: the oldest such change timed.
         const covered = peer.changes.filter((t) => t <= sentAt);
         if (covered.length) options.hooks?.onAcked?.(peer.target, peer.zone, now() - (covered[0] as number));
@@ -239,10 +252,12 @@ export function createNotifier(options: NotifierOptions): Notifier {
         peer.inFlight = false;
         if (fetches) {
           fetching--;
-          // Those held back go in the next window, now that a fetch is done.
-          if (waitingToFetch) {
-            waitingToFetch = false;
-            for (const p of peers) if (!p.inFlight && !p.declined && !upToDate(p)) due(p);
+          // The next held back goes now, in the slot this one freed (not a window later: a
+          // lameduck's hand-over must be done within it).
+          const next = heldToFetch.values().next().value;
+          if (next) {
+            heldToFetch.delete(next);
+            if (!next.gone && !stopped) send(next);
           }
         }
         // Changed while this one was out: the receiver must come back for the rest.
@@ -280,6 +295,15 @@ export function createNotifier(options: NotifierOptions): Notifier {
       clearTimeout(window);
       for (const peer of peers) clearTimeout(peer.retry);
     },
+    handOver() {
+      for (const peer of peers) {
+        if (peer.declined || peer.gone) continue;
+        peer.fetchNext = true;
+        // Not up to date until it has fetched: the window (or the fetch cap) takes it from here.
+        peer.ackedSerial = undefined;
+        due(peer);
+      }
+    },
     unacknowledged: () => peers.filter((p) => !p.declined && !upToDate(p)).length,
     setTargets(targets) {
       const key = (t: DnsServer) => `${t.host}#${t.port}`;
@@ -289,6 +313,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
         if (wanted.has(key(peer.target))) kept.push(peer);
         else {
           peer.gone = true;
+          heldToFetch.delete(peer);
           clearTimeout(peer.retry);
         }
       }

@@ -347,6 +347,14 @@ export function createRecordBuilder(options: RecordBuilderOptions, deps: RecordB
     },
     async shutdown() {
       stopWaiting();
+      // Going while answering: the node caches fetch once, for a position the next replica places.
+      // Halfway through the lameduck: the replica taking over was ready before this SIGTERM, and
+      // this one's watches may lag its list by a moment; the fetches have the other half.
+      if (server.answering && nodeCacheNotifier) {
+        const handOver = setTimeout(() => nodeCacheNotifier.handOver(), options.lameduckMs / 2);
+        handOver.unref();
+        closers.push('node cache hand-over', () => clearTimeout(handOver));
+      }
       // Never ready, never in the Service's endpoints: no traffic to wait out (ServerCore's untilReady).
       await server.shutdown();
     },

@@ -13,8 +13,8 @@ import {
 } from '@cluster-dns/wire';
 
 /**
- * A zone kept by the names its NOTIFYs carry is still fetched this often, when its SOA check
- * comes: the position a fetch gives is what lets another replica answer the next IXFR by what
+ * A zone kept by the names its NOTIFYs carry is still fetched this often (to twice this), when its
+ * SOA check comes: the position a fetch gives is what lets another replica answer the next IXFR by what
  * changed (a rollout), and the journals keep minutes of changes.
  */
 export const POSITION_REFRESH_MS = 30_000;
@@ -113,7 +113,8 @@ interface ZoneState {
   again: boolean;
   /** The process that made `position`: a serial of its own chains onto it. */
   positionOrigin: Buffer | undefined;
-  fetchedAtMs: number;
+  /** When the position is next refreshed (a SOA check fetches then, even in step). */
+  refreshAtMs: number;
   /**
    * The sender's serial up to which the NOTIFYs' names were dropped, its process, and when the last
    * one in step came. Never the IXFR's serial by itself (a forged NOTIFY can set it): a fetch from
@@ -210,7 +211,9 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
       state.serial = change.serial;
       state.position = change.position;
       state.positionOrigin = change.position && decodeZonePosition(change.position)?.origin;
-      state.fetchedAtMs = now();
+      // Between one and two POSITION_REFRESH_MS: caches primed together (a record-builder's
+      // start) must not all refresh in the same second.
+      state.refreshAtMs = now() + POSITION_REFRESH_MS * (1 + Math.random());
       return true;
     } catch (error) {
       transferred('failed');
@@ -264,7 +267,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
           serial: undefined,
           position: undefined,
           positionOrigin: undefined,
-          fetchedAtMs: 0,
+          refreshAtMs: 0,
           told: undefined,
           toldOrigin: undefined,
           toldAtMs: 0,
@@ -312,7 +315,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
           if (!server || state.serial === undefined || state.syncing) return;
           // Kept by the names its NOTIFYs carry since the last check: nothing was lost (the
           // sender repeats each until answered), so no SOA query, unless the position is old.
-          if (state.toldAtMs > since && lastCheckMs - state.fetchedAtMs < POSITION_REFRESH_MS) return;
+          if (state.toldAtMs > since && lastCheckMs < state.refreshAtMs) return;
           try {
             const serial = await deps.soaSerial(server, zone);
             // Only a newer one: a node cache asks through the Pod's forwarder, whose cached SOA may
