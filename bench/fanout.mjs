@@ -32,8 +32,8 @@ export async function runFanout({
   const sim = await launchProcess({
     script: join(ROOT, 'bench/node-cache-sim.mjs'),
     // Each hands back the position its last reply gave, as the forwarder does (an older build
-    // ignores it).
-    args: [JSON.stringify({ count: caches, rbPort, positions: true, zone: 'cluster.local.' })],
+    // ignores it), and fetches at its SOA check every 5 s, as the forwarder does.
+    args: [JSON.stringify({ count: caches, rbPort, positions: true, refetchMs: 5000, zone: 'cluster.local.' })],
     prefix: pin(LOAD_CORE),
   });
   const targets = sim.ready.ports.map((p) => `--notify-node-cache=127.0.0.1:${p}`);

@@ -440,7 +440,13 @@ export class ClusterState {
     if (clocked && (!this.served || serialNewer(sum, this.serialNumber))) this.serialNumber = sum;
     else this.serialNumber = (this.serialNumber + 1) >>> 0;
     if (this.pendingEntry) {
-      this.journalOf?.push({ ...this.pendingEntry, serial: this.serialNumber, atMs: this.now(), at } as JournalEntry);
+      this.journalOf?.push({
+        ...this.pendingEntry,
+        serial: this.serialNumber,
+        atMs: this.now(),
+        at,
+        zones,
+      } as JournalEntry);
       this.pendingEntry = undefined;
     }
     for (const listener of this.listeners) listener(owners, zones);

@@ -1,6 +1,7 @@
-import { type Fqdn, isInZone, type Rr } from '@cluster-dns/wire';
+import { type Fqdn, isInZone, type Rr, toFqdn } from '@cluster-dns/wire';
 import { clockedResourceId } from './cluster-clock.js';
 import { type EndpointGroup, type ServiceInfo, serviceKey } from './cluster-model.js';
+import { ZONE_BIT } from './cluster-state.js';
 import { ownerRecords } from './owner-records.js';
 import { withSrvWeights } from './service-records.js';
 import type { JournalEntry } from './zone-journal.js';
@@ -11,6 +12,29 @@ import type { ZoneView } from './zone-view.js';
 export interface ZoneDiff {
   readonly deleted: Rr[];
   readonly added: Rr[];
+}
+
+const IN_ADDR = toFqdn('in-addr.arpa');
+const IP6 = toFqdn('ip6.arpa');
+
+/**
+ * Whether an entry may have changed the zone: its zones are known and the zone is not among them
+ * (a ClusterIP Service's endpoints touch the cluster zone alone). An unchanged zone's transfer, a
+ * node cache's SOA check of ip6.arpa every 5 s, then costs a walk of the entries, not every
+ * changed Service's records built twice.
+ */
+function touches(view: ZoneView, zone: Fqdn): (entry: JournalEntry) => boolean {
+  const bit =
+    zone === view.zone
+      ? ZONE_BIT.cluster
+      : view.clustersetZone && zone === view.clustersetZone
+        ? ZONE_BIT.clusterset
+        : isInZone(zone, IN_ADDR)
+          ? ZONE_BIT.inAddr
+          : isInZone(zone, IP6)
+            ? ZONE_BIT.ip6
+            : undefined;
+  return (entry) => bit === undefined || entry.zones === undefined || (entry.zones & bit) !== 0;
 }
 
 const rrKey = (rr: Rr) =>
@@ -46,7 +70,9 @@ export function exactDiff(view: ZoneView, zone: Fqdn, entries: readonly JournalE
     (into.get(name) as Rr[]).push(...withSrvWeights(rrs));
   };
   const owners = new Set<string>();
+  const changes = touches(view, zone);
   for (const entry of entries) {
+    if (!changes(entry)) continue;
     if (entry.kind === 'names') {
       for (const [name, rrs] of entry.before)
         if (isInZone(name, zone) && !whole.has(name)) whole.set(name, withSrvWeights(rrs));
@@ -147,7 +173,9 @@ const currentOf = (view: ZoneView, owner: string) =>
 export function evictionsSince(view: ZoneView, zone: Fqdn, entries: readonly JournalEntry[]): ZoneDiff {
   const out = evictions(view, zone);
   const now = new Map<string, Map<Fqdn, Rr[]>>();
+  const changes = touches(view, zone);
   for (const entry of entries) {
+    if (!changes(entry)) continue;
     if (entry.kind === 'names') {
       for (const [name, rrs] of entry.before) out.name(name, rrs);
       continue;

@@ -27,6 +27,8 @@ export type JournalEntry =
       readonly serial: number;
       readonly atMs: number;
       readonly at?: ChangeAt;
+      /** The zones it changed (cluster-state's ZONE_BIT), when known. */
+      readonly zones?: number;
       readonly kind: 'service';
       readonly owner: string;
       readonly service: ServiceInfo | undefined;
@@ -38,6 +40,7 @@ export type JournalEntry =
       readonly serial: number;
       readonly atMs: number;
       readonly at?: ChangeAt;
+      readonly zones?: number;
       readonly kind: 'names';
       readonly before: ReadonlyMap<Fqdn, readonly Rr[]>;
     };
