@@ -7,10 +7,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, freePort, launchProcess, startApiServer } from '@cluster-dns/testkit';
-import { cpuSeconds, LOAD_CORE, ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE, tools } from './lib.mjs';
+import { cpuSeconds, LOAD_CORE, pinPrefix, ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE } from './lib.mjs';
 import { steadyMemory } from './scale.mjs';
-
-const pin = (core) => (tools.taskset ? ['taskset', '-c', String(core)] : []);
 
 export async function runFanout({
   row,
@@ -34,7 +32,7 @@ export async function runFanout({
     // Each hands back the position its last reply gave, as the forwarder does (an older build
     // ignores it), and fetches at its SOA check every 5 s, as the forwarder does.
     args: [JSON.stringify({ count: caches, rbPort, positions: true, refetchMs: 5000, zone: 'cluster.local.' })],
-    prefix: pin(LOAD_CORE),
+    prefix: pinPrefix(LOAD_CORE),
   });
   const targets = sim.ready.ports.map((p) => `--notify-node-cache=127.0.0.1:${p}`);
   const rb = await launchProcess({
@@ -49,7 +47,7 @@ export async function runFanout({
       '--max-tcp-connections-per-client=5000',
       ...targets,
     ]),
-    prefix: pin(SERVER_CORE),
+    prefix: pinPrefix(SERVER_CORE),
     readyTimeoutMs: 120_000,
   });
   const caseName = `9. push to ${caches.toLocaleString('en-US')} node caches, ${rate} changes/s`;

@@ -45,6 +45,9 @@ export function pinned(core, command, args) {
   return tools.taskset ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
+/** The prefix that pins a launched script to one core (launchProcess's `prefix`), when taskset exists. */
+export const pinPrefix = (core) => (tools.taskset ? ['taskset', '-c', String(core)] : []);
+
 /** Moves a running process (all its threads) to another core. */
 export function repin(pid, core) {
   if (tools.taskset) execFileSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });

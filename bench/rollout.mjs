@@ -13,11 +13,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixtures, freePort, launchProcess, startApiServer } from '@cluster-dns/testkit';
 import { baselineName } from './hits.mjs';
-import { LOAD_CORE, ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE, tools } from './lib.mjs';
+import { LOAD_CORE, pinPrefix, ROOT, recordBuilderArgs, round, SCRATCH, SERVER_CORE } from './lib.mjs';
 
 /** The record-builder's default --lameduck: how long an old Pod serves after the new one is ready. */
 const LAMEDUCK_MS = 5000;
-const pin = (core) => (tools.taskset ? ['taskset', '-c', String(core)] : []);
 
 async function oneBuild({ dir, name, caches, services, rate, seconds, replacements, row, caseName }) {
   const objects = [fixtures.service('default', 'kubernetes', { clusterIPs: ['10.96.0.1'] })];
@@ -36,7 +35,7 @@ async function oneBuild({ dir, name, caches, services, rate, seconds, replacemen
   const sim = await launchProcess({
     script: join(ROOT, 'bench/node-cache-sim.mjs'),
     args: [JSON.stringify({ count: caches, rbPorts: ports, positions: true, refetchMs: 5000, zone: 'cluster.local.' })],
-    prefix: pin(LOAD_CORE),
+    prefix: pinPrefix(LOAD_CORE),
   });
   const targets = sim.ready.ports.map((p) => `--notify-node-cache=127.0.0.1:${p}`);
   const replica = (port) =>
@@ -51,7 +50,7 @@ async function oneBuild({ dir, name, caches, services, rate, seconds, replacemen
         `--lameduck=${LAMEDUCK_MS / 1000 + 2}s`,
         ...targets,
       ]),
-      prefix: pin(SERVER_CORE),
+      prefix: pinPrefix(SERVER_CORE),
       readyTimeoutMs: 120_000,
     });
   let current = await replica(ports[0]);

@@ -88,7 +88,7 @@ interface Peer {
   retry: NodeJS.Timeout | undefined;
   /** Removed by setTargets: an answer still in flight sends nothing more. */
   gone: boolean;
-  /** handOver: the next NOTIFY carries no names, so the target fetches. */
+  /** handOver: not up to date, and the next NOTIFY carries no names, until the target has fetched. */
   fetchNext: boolean;
   /**
    * The target answered REFUSED or NOTAUTH: it is not a secondary of this zone (a node cache whose
@@ -140,7 +140,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
   /** The serial at each zone's last change; a peer acknowledged at or after it is up to date. */
   const zoneSerial = new Map<Fqdn, number>();
   const upToDate = (peer: Peer) => {
-    if (peer.ackedSerial === undefined) return false;
+    if (peer.ackedSerial === undefined || peer.fetchNext) return false;
     const last = zoneSerial.get(peer.zone);
     return last === undefined || !serialNewer(last, peer.ackedSerial);
   };
@@ -209,9 +209,8 @@ export function createNotifier(options: NotifierOptions): Notifier {
         peer.failures = 0;
         peer.declined = false;
         if (fetches) peer.fetchNext = false;
-        // As far as what it carried went: when not every name fitted, the rest come next. Told to
-        // fetch meanwhile (handOver): not up to date until it has.
-        peer.ackedSerial = peer.fetchNext ? undefined : changes?.complete ? changes.to : serial;
+        // As far as what it carried went: when not every name fitted, the rest come next.
+        peer.ackedSerial = changes?.complete ? changes.to : serial;
         // The receiver has what was changed before this NOTIFY left: the oldest such change timed.
         const covered = peer.changes.filter((t) => t <= sentAt);
         if (covered.length) options.hooks?.onAcked?.(peer.target, peer.zone, now() - (covered[0] as number));
@@ -298,9 +297,8 @@ export function createNotifier(options: NotifierOptions): Notifier {
     handOver() {
       for (const peer of peers) {
         if (peer.declined || peer.gone) continue;
-        peer.fetchNext = true;
         // Not up to date until it has fetched: the window (or the fetch cap) takes it from here.
-        peer.ackedSerial = undefined;
+        peer.fetchNext = true;
         due(peer);
       }
     },

@@ -4,11 +4,10 @@ import {
   encodeNotifyChanges,
   encodeProgrammingTimes,
   type Fqdn,
-  type ProgrammedChange,
   serialNewer,
 } from '@cluster-dns/wire';
 import { evictionsSince } from './zone-diff.js';
-import type { JournalEntry } from './zone-journal.js';
+import { type JournalEntry, programmedIn } from './zone-journal.js';
 import type { ZoneView } from './zone-view.js';
 
 /** What a NOTIFY to node caches carries: the changes' option data, and their trigger times. */
@@ -104,11 +103,7 @@ function carrying(
   }
   const data = encodeNotifyChanges({ origin, from, to, complete: true, names: [...names] }, zone, maxBytes);
   // The cluster zone's NOTIFY times its EndpointSlice changes, as its IXFR would.
-  const programmed: ProgrammedChange[] = [];
-  if (zone === view.zone)
-    for (const entry of entries)
-      if (entry.kind === 'service' && entry.programmed && programmed.length < PROGRAMMED_PER_NOTIFY)
-        programmed.push(entry.programmed);
+  const programmed = zone === view.zone ? programmedIn(entries, PROGRAMMED_PER_NOTIFY) : [];
   return {
     data,
     complete: carriesEveryName(data),

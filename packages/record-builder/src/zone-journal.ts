@@ -45,6 +45,16 @@ export type JournalEntry =
       readonly before: ReadonlyMap<Fqdn, readonly Rr[]>;
     };
 
+/** The EndpointSlice changes among `entries` that came with a trigger time, oldest first, up to `limit`. */
+export function programmedIn(entries: readonly JournalEntry[], limit = Number.POSITIVE_INFINITY): ProgrammedChange[] {
+  const out: ProgrammedChange[] = [];
+  for (const entry of entries) {
+    if (out.length >= limit) break;
+    if (entry.kind === 'service' && entry.programmed) out.push(entry.programmed);
+  }
+  return out;
+}
+
 /** What an entry keeps alive, roughly: what bounds the journal. */
 function entryBytes(entry: JournalEntry): number {
   // Its ChangeAt: an object and the object's key string.

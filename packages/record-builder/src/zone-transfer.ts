@@ -12,7 +12,6 @@ import {
   optRecordWithOptions,
   type ParsedQuery,
   PROGRAMMING_TIMES_OPTION,
-  type ProgrammedChange,
   QCLASS,
   QTYPE,
   type Rr,
@@ -26,7 +25,7 @@ import { externalZoneOf, externalZoneRecords } from './external-records.js';
 import { ownerRecords } from './owner-records.js';
 import { type RecordSet, withSrvWeights } from './service-records.js';
 import { evictionsFrom, evictionsSince, exactDiff, type ZoneDiff } from './zone-diff.js';
-import type { JournalEntry } from './zone-journal.js';
+import { type JournalEntry, programmedIn } from './zone-journal.js';
 import { CLUSTERSET_SCHEMA_VERSION, nsRecord, soaRecord } from './zone-records.js';
 import type { ZoneView } from './zone-view.js';
 
@@ -186,9 +185,7 @@ function programmingTimes(
   entries: readonly JournalEntry[],
 ): EdnsOption | undefined {
   if (zone !== view.zone || !asksProgrammingTimes(q)) return undefined;
-  const changes: ProgrammedChange[] = [];
-  for (const entry of entries) if (entry.kind === 'service' && entry.programmed) changes.push(entry.programmed);
-  return { code: PROGRAMMING_TIMES_OPTION, data: encodeProgrammingTimes(changes) };
+  return { code: PROGRAMMING_TIMES_OPTION, data: encodeProgrammingTimes(programmedIn(entries)) };
 }
 
 /** Whether an IXFR query asks for the changes' trigger times: part of what its reply is kept by. */

@@ -140,8 +140,8 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
   const zones = new Map<Fqdn, ZoneState>();
   const counts = zoneSyncCounts();
   const now = deps.now ?? Date.now;
-  const transferred = (result: ZoneChange['kind'] | 'failed') =>
-    counts.transfers.set(result, (counts.transfers.get(result) ?? 0) + 1);
+  const bump = <K>(counted: Map<K, number>, key: K) => counted.set(key, (counted.get(key) ?? 0) + 1);
+  const transferred = (result: ZoneChange['kind'] | 'failed') => bump(counts.transfers, result);
 
   /**
    * Drops the names with their ancestors in the zone (a new name turns an NXDOMAIN above it into
@@ -168,8 +168,7 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
     state.toldOrigin?.equals(changes.origin) === true &&
     !serialNewer(changes.from, state.told) &&
     !serialNewer(state.told, changes.to);
-  const carried = (result: 'applied' | 'gap' | 'incomplete') =>
-    counts.carried.set(result, (counts.carried.get(result) ?? 0) + 1);
+  const carried = (result: 'applied' | 'gap' | 'incomplete') => bump(counts.carried, result);
 
   const once = async (zone: Fqdn, state: ZoneState): Promise<boolean> => {
     const server = deps.serverFor(zone);
@@ -283,10 +282,10 @@ export function createZoneSync(deps: ZoneSyncDeps): ZoneSync {
         // sends until answered, so a forged one that moved `told` costs a fetch, not a stale name.
         counts.invalidated += evict(zone, changes.names);
         if (changes.complete && covers(state, changes)) {
-          state.told = changes.to;
-          state.toldAtMs = now();
-          carried('applied');
           const at = now();
+          state.told = changes.to;
+          state.toldAtMs = at;
+          carried('applied');
           for (const p of programmed ?? []) counts.programming.observe(p.kind, p.triggerMs, at);
           return 'accepted';
         }
